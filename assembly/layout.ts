@@ -1,0 +1,78 @@
+// Memory layout: every region TS and wasm share, declared once.
+//
+// Linear memory is managed by the AssemblyScript "minimal" runtime's TLSF allocator, used only
+// through heap.alloc/heap.realloc/heap.free (no managed objects on hot paths, no GC work).
+// Fixed I/O scratch regions are allocated at start-up and only ever grow on a cold
+// scratchReserve() call; hot exports read their inputs from, and write their results to, them.
+//
+//   region            element  written by   read by   meaning
+//   ----------------- -------  -----------  --------  -----------------------------------------
+//   R_PARAMS    (0)   u64 x64  TS / wasm    both      scalar u64 parameters and results (P_*)
+//   R_HASH_A    (1)   u64      TS / wasm    both      local block hashes: hash output, match
+//                                                     query, stored blocks' tokens_hash
+//   R_HASH_B    (2)   u64      TS / wasm    both      engine (external) block hashes for
+//                                                     store/remove; sequence-hash output
+//   R_TOKENS    (3)   u32      TS           wasm      token ids to hash
+//   R_MM_COUNTS (4)   u32      TS           wasm      per block: number of mm hashes (0 = none)
+//   R_MM_HASHES (5)   u64      TS           wasm      all blocks' mm hashes, concatenated
+//   R_BYTES     (6)   u8       TS           wasm      raw bytes for xxh3 (strings, tests)
+//   R_OUT_SLOT  (7)   u32      wasm         TS        match rows: worker slot
+//   R_OUT_DEV   (8)   u32      wasm         TS        match rows: device blocks (prefix depth)
+//   R_OUT_HOST  (9)   u32      wasm         TS        match rows: host-pinned extension blocks
+//   R_OUT_DISK  (10)  u32      wasm         TS        match rows: disk extension blocks
+//   R_OUT_EXTN  (11)  u32      wasm         TS        match rows: external extension blocks
+//   R_OUT_F64A  (12)  f64      wasm         TS        credit rows: effective overlap blocks
+//   R_OUT_F64B  (13)  f64      wasm         TS        credit rows: router credit blocks
+//   R_OUT_U32A  (14)  u32      wasm         TS        credit rows: cached tokens / dump data
+//   R_OUT_U32B  (15)  u32      wasm         TS        credit rows: effective prefill tokens / dump
+//   R_DUMP_U64  (16)  u64      wasm         TS        dump rows: hashes
+//   R_TMP       (17)  u8       wasm         wasm      internal work space (stacks, sets)
+//   R_HASH_C    (18)  u64      TS / wasm    both      third u64 array (dump parents, aux input)
+//
+// TS learns pointers and capacities from scratchPtr()/scratchCap() and rebuilds its typed-array
+// views whenever memory.buffer changes (memory growth detaches old views).
+
+export const R_PARAMS: i32 = 0;
+export const R_HASH_A: i32 = 1;
+export const R_HASH_B: i32 = 2;
+export const R_TOKENS: i32 = 3;
+export const R_MM_COUNTS: i32 = 4;
+export const R_MM_HASHES: i32 = 5;
+export const R_BYTES: i32 = 6;
+export const R_OUT_SLOT: i32 = 7;
+export const R_OUT_DEV: i32 = 8;
+export const R_OUT_HOST: i32 = 9;
+export const R_OUT_DISK: i32 = 10;
+export const R_OUT_EXTN: i32 = 11;
+export const R_OUT_F64A: i32 = 12;
+export const R_OUT_F64B: i32 = 13;
+export const R_OUT_U32A: i32 = 14;
+export const R_OUT_U32B: i32 = 15;
+export const R_DUMP_U64: i32 = 16;
+export const R_TMP: i32 = 17;
+export const R_HASH_C: i32 = 18;
+export const REGION_COUNT: i32 = 19;
+
+// Slots of R_PARAMS (u64 cells).
+export const P_SEED: i32 = 0;        // block-hash seed (public: 1337 + LoRA + namespace; keyed: block_seed)
+export const P_CHAIN_SEED: i32 = 1;  // sequence-hash chain seed (public: 1337; keyed: chain_seed)
+export const P_RESULT: i32 = 2;      // single u64 result (xxh3, salt seed)
+export const P_PARENT: i32 = 3;      // parent engine hash of a Stored event
+export const P_AUX: i32 = 4;         // spare
+
+// Storage tiers (algorithms §3.1). Device is the radix tree; the others are continuation indexes.
+export const TIER_DEVICE: i32 = 0;
+export const TIER_HOST: i32 = 1;
+export const TIER_DISK: i32 = 2;
+export const TIER_EXTERNAL: i32 = 3;
+export const TIER_COUNT: i32 = 4;
+
+// Sentinels.
+export const NONE: u32 = 0xffffffff;   // "no node / empty table cell"
+export const FREED: u32 = 0xfffffffe;  // holder count of a node on the free list
+
+// Status codes returned by event-applying exports (>= 0 means success: blocks applied).
+export const ST_PARENT_NOT_FOUND: i32 = -1;
+export const ST_INVALID_SEQUENCE: i32 = -2;  // duplicate hashes in one store, or a block equal to its parent
+export const ST_BAD_SLOT: i32 = -3;
+export const ST_BAD_INDEX: i32 = -4;

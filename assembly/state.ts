@@ -1,0 +1,120 @@
+// One prefix index per partition: the device tree, three continuation tiers, per-slot lookups
+// and the per-slot match work arrays. Indexes are addressed from TS by small integer handles.
+//
+//   Index (unmanaged)
+//   +-- pools[0..3]   Pool: tier 0 = tree nodes (radix.ts), tiers 1..3 = edges (tiers.ts)
+//   +-- maps          usize[slotCap * 4]: per (slot, tier) a table.ts map engine hash -> record
+//   +-- depth/stamp   u32[slotCap]: match work (stamp == epoch marks a slot touched this match)
+//   +-- last          u64[slotCap]: engine hash at the slot's current continuation point
+//   +-- pos           u32[slotCap]: continuation position; row u32[slotCap]: output row of slot
+import { NONE, TIER_COUNT } from './layout';
+import { Pool, poolNew, poolFree, poolAlloc } from './pool';
+import { mapNew, mapFree } from './table';
+
+export const NODE_SIZE: u32 = 40;
+export const EDGE_SIZE: u32 = 40;
+
+@unmanaged export class Index {
+  p0: Pool; p1: Pool; p2: Pool; p3: Pool;
+  maps: usize;
+  slotCap: u32;
+  depth: usize;
+  stamp: usize;
+  last: usize;
+  pos: usize;
+  row: usize;
+  epoch: u32;
+  h0: u32; h1: u32; h2: u32; h3: u32;   // holdings per tier (sum of lookup sizes)
+}
+
+@inline export function pool(ix: Index, tier: i32): Pool {
+  return tier == 0 ? ix.p0 : tier == 1 ? ix.p1 : tier == 2 ? ix.p2 : ix.p3;
+}
+
+@inline export function holdings(ix: Index, tier: i32): u32 {
+  return tier == 0 ? ix.h0 : tier == 1 ? ix.h1 : tier == 2 ? ix.h2 : ix.h3;
+}
+
+@inline export function addHoldings(ix: Index, tier: i32, d: i32): void {
+  if (tier == 0) ix.h0 += d; else if (tier == 1) ix.h1 += d; else if (tier == 2) ix.h2 += d; else ix.h3 += d;
+}
+
+/** The (slot, tier) lookup map; allocated on first use (cold). */
+@inline export function slotMap(ix: Index, slot: u32, tier: i32): usize {
+  const cell = ix.maps + ((<usize>slot * TIER_COUNT + tier) << 2);
+  let m = load<usize>(cell);
+  if (m == 0) { m = mapNew(); store<usize>(cell, m); }
+  return m;
+}
+
+/** The (slot, tier) map if allocated, else 0. */
+@inline export function slotMapIfAny(ix: Index, slot: u32, tier: i32): usize {
+  return load<usize>(ix.maps + ((<usize>slot * TIER_COUNT + tier) << 2));
+}
+
+const MAX_INDEXES = 4096;
+const handles = memory.data(MAX_INDEXES * 4);
+
+export function indexOf(h: i32): Index {
+  return changetype<Index>(h >= 0 && h < MAX_INDEXES ? load<usize>(handles + (<usize>h << 2)) : 0);
+}
+
+function growArray(p: usize, oldBytes: usize, newBytes: usize): usize {
+  const q = heap.alloc(newBytes);
+  memory.fill(q, 0, newBytes);
+  if (p != 0) { memory.copy(q, p, oldBytes); heap.free(p); }
+  return q;
+}
+
+/** Make room for slots [0, n) (cold). */
+export function ensureSlots(ix: Index, n: u32): void {
+  if (n <= ix.slotCap) return;
+  let cap: u32 = ix.slotCap == 0 ? 8 : ix.slotCap;
+  while (cap < n) cap <<= 1;
+  const o = <usize>ix.slotCap, c = <usize>cap;
+  ix.maps = growArray(ix.maps, o * TIER_COUNT * 4, c * TIER_COUNT * 4);
+  ix.depth = growArray(ix.depth, o * 4, c * 4);
+  ix.stamp = growArray(ix.stamp, o * 4, c * 4);
+  ix.last = growArray(ix.last, o * 8, c * 8);
+  ix.pos = growArray(ix.pos, o * 4, c * 4);
+  ix.row = growArray(ix.row, o * 4, c * 4);
+  ix.slotCap = cap;
+}
+
+/** A new empty index; returns its handle or -1 when all handles are in use. */
+export function indexCreate(): i32 {
+  for (let h = 0; h < MAX_INDEXES; h++) {
+    if (load<usize>(handles + (<usize>h << 2)) != 0) continue;
+    const ix = changetype<Index>(heap.alloc(offsetof<Index>()));
+    memory.fill(changetype<usize>(ix), 0, offsetof<Index>());
+    ix.p0 = poolNew(NODE_SIZE, 32, false, 64);
+    ix.p1 = poolNew(EDGE_SIZE, 28, true, 16);
+    ix.p2 = poolNew(EDGE_SIZE, 28, true, 16);
+    ix.p3 = poolNew(EDGE_SIZE, 28, true, 16);
+    // Node 0 is the root: parent NONE, no holders, never freed.
+    const root = poolAlloc(ix.p0);
+    store<u32>(ix.p0.base + <usize>root * NODE_SIZE, NONE, 16);
+    store<u32>(ix.p0.base + <usize>root * NODE_SIZE, NONE, 28);
+    ensureSlots(ix, 8);
+    store<usize>(handles + (<usize>h << 2), changetype<usize>(ix));
+    return h;
+  }
+  return -1;
+}
+
+/** Free an index and everything it owns. Holder vectors are freed by the caller first. */
+export function indexRelease(h: i32): void {
+  const ix = indexOf(h);
+  if (changetype<usize>(ix) == 0) return;
+  for (let s: u32 = 0; s < ix.slotCap; s++) {
+    for (let t = 0; t < TIER_COUNT; t++) {
+      const m = slotMapIfAny(ix, s, t);
+      if (m != 0) mapFree(m);
+    }
+  }
+  poolFree(ix.p0); poolFree(ix.p1); poolFree(ix.p2); poolFree(ix.p3);
+  heap.free(ix.maps); heap.free(ix.depth); heap.free(ix.stamp);
+  heap.free(ix.last); heap.free(ix.pos); heap.free(ix.row);
+  heap.free(changetype<usize>(ix));
+  store<usize>(handles + (<usize>h << 2), 0);
+}

@@ -1,0 +1,128 @@
+// Host / disk / external tiers: continuation edges (algorithms §3.2; contract in
+// src/core/index-types.ts). An edge is unique per key (parent engine hash | none, local hash)
+// and records the child engine hash plus its owner slots. No prefix scoring of its own: a match
+// continues each slot from where its device (or previous tier) prefix ended (match.ts).
+//
+//   edge (40 bytes)
+//   +0  local     u64     +8 parentExt u64 (key)    +16 hasParent u32 (key)
+//   +20 count     u32 owners (FREED on the free list)
+//   +24 o0        u32 the owner slot when count == 1, else an owner vector pointer
+//   +28 link      u32 free-list link                +32 childExt u64
+import { NONE } from './layout';
+import { Pool, rec, poolAlloc, poolRelease, vecNew, vecGrow, vecCap, vecSlots } from './pool';
+import { recGet, recInsert, recDelete } from './rectable';
+import { mapGet, mapSet, mapDelete } from './table';
+import { Index, pool, slotMap, addHoldings, EDGE_SIZE } from './state';
+
+@inline export function eChild(p: Pool, e: u32): u64 { return load<u64>(rec(p, e), 32); }
+@inline export function eCount(p: Pool, e: u32): u32 { return load<u32>(rec(p, e), 20); }
+
+/** Edge keyed (parent?, local), or NONE. */
+@inline export function edgeOf(p: Pool, hasParent: bool, parent: u64, local: u64): u32 {
+  return recGet(p.table, p.base, EDGE_SIZE, local, hasParent ? parent : 0, hasParent ? 1 : 0);
+}
+
+function addOwner(p: Pool, e: u32, slot: u32): void {
+  const r = rec(p, e);
+  const c = load<u32>(r, 20);
+  if (c == 0) {
+    store<u32>(r, slot, 24);
+  } else {
+    let v: usize;
+    if (c == 1) {
+      v = vecNew(4, false);
+      store<u32>(vecSlots(v), load<u32>(r, 24));
+    } else {
+      v = <usize>load<u32>(r, 24);
+      if (c == vecCap(v)) v = vecGrow(v, c, false);
+    }
+    store<u32>(vecSlots(v) + (<usize>c << 2), slot);
+    store<u32>(r, <u32>v, 24);
+  }
+  store<u32>(r, c + 1, 20);
+}
+
+/** Drop an owner; frees the edge when it was the last. */
+function dropOwner(p: Pool, e: u32, slot: u32): void {
+  const r = rec(p, e);
+  const c = load<u32>(r, 20);
+  if (c == 1) {
+    recDelete(p.table, p.base, EDGE_SIZE, e);
+    poolRelease(p, e);
+    return;
+  }
+  const v = <usize>load<u32>(r, 24);
+  const s = vecSlots(v);
+  let i: u32 = 0;
+  while (load<u32>(s + (<usize>i << 2)) != slot) i++;
+  store<u32>(s + (<usize>i << 2), load<u32>(s + (<usize>(c - 1) << 2)));
+  if (c - 1 == 1) { store<u32>(r, load<u32>(s), 24); heap.free(v); }
+  store<u32>(r, c - 1, 20);
+}
+
+/** Stored on a lower tier; returns blocks applied (ignored blocks are not counted). */
+export function tierStore(ix: Index, slot: u32, tier: i32, hasParent: bool, parent: u64, exts: usize, locals: usize, n: i32): i32 {
+  const p = pool(ix, tier);
+  const m = slotMap(ix, slot, tier);
+  let applied = 0;
+  let hp = hasParent, par = parent;
+  for (let i = 0; i < n; i++) {
+    const ext = load<u64>(exts + (<usize>i << 3));
+    const local = load<u64>(locals + (<usize>i << 3));
+    let e = edgeOf(p, hp, par, local);
+    const held = mapGet(m, ext);
+    const conflict = (e != NONE && eChild(p, e) != ext) || (held != NONE && held != e);
+    if (!conflict) {
+      if (e == NONE) {
+        e = poolAlloc(p);
+        const r = rec(p, e);
+        store<u64>(r, local, 0);
+        store<u64>(r, hp ? par : 0, 8);
+        store<u32>(r, hp ? 1 : 0, 16);
+        store<u64>(r, ext, 32);
+        recInsert(p.table, p.base, EDGE_SIZE, e);
+      }
+      if (held == NONE) {
+        addOwner(p, e, slot);
+        mapSet(m, ext, e);
+        addHoldings(ix, tier, 1);
+      }
+      applied++;
+    }
+    hp = true;
+    par = ext;
+  }
+  return applied;
+}
+
+/** Removed on a lower tier; returns how many were held. */
+export function tierRemove(ix: Index, slot: u32, tier: i32, exts: usize, n: i32): i32 {
+  const p = pool(ix, tier);
+  const m = slotMap(ix, slot, tier);
+  let found = 0;
+  for (let i = 0; i < n; i++) {
+    const e = mapDelete(m, load<u64>(exts + (<usize>i << 3)));
+    if (e == NONE) continue;
+    found++;
+    addHoldings(ix, tier, -1);
+    dropOwner(p, e, slot);
+  }
+  return found;
+}
+
+/** Every block of `slot` on this tier goes. */
+export function tierClear(ix: Index, slot: u32, tier: i32): void {
+  const p = pool(ix, tier);
+  const m = slotMap(ix, slot, tier);
+  const cnt = load<u32>(m, 12);
+  if (cnt == 0) return;
+  const cap = <u32>1 << (64 - load<u32>(m, 8));
+  const vals = load<usize>(m, 4);
+  for (let i: u32 = 0; i < cap; i++) {
+    const e = load<u32>(vals + (<usize>i << 2));
+    if (e != NONE) dropOwner(p, e, slot);
+  }
+  memory.fill(vals, 0xff, <usize>cap << 2);
+  store<u32>(m, 0, 12);
+  addHoldings(ix, tier, -<i32>cnt);
+}

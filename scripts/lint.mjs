@@ -1,0 +1,37 @@
+#!/usr/bin/env node
+// Project rules that a generic linter does not know (STYLE.md habits 2, 5 and 6):
+// - src/core and src/sim import no `node:` module (they run in a browser);
+// - only src/core/wasm.ts touches `WebAssembly` or `memory.buffer`;
+// - only src/service/env.ts reads `process.env`.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const problems = [];
+function walk(d, out = []) {
+  for (const e of readdirSync(d)) {
+    const p = join(d, e);
+    if (statSync(p).isDirectory()) walk(p, out); else if (p.endsWith('.ts')) out.push(p);
+  }
+  return out;
+}
+for (const file of walk(join(root, 'src'))) {
+  const rel = relative(root, file);
+  const text = readFileSync(file, 'utf8');
+  const lines = text.split('\n');
+  lines.forEach((line, i) => {
+    const at = `${rel}:${i + 1}`;
+    if ((rel.startsWith('src/core/') || rel.startsWith('src/sim/')) && /from\s+['"]node:|require\(['"]node:|import\(['"]node:/.test(line)) {
+      problems.push(`${at}: isomorphic module imports a node: module`);
+    }
+    if (rel !== 'src/core/wasm.ts' && /\bWebAssembly\.|memory\.buffer/.test(line) && !/^\s*(\*|\/\/)/.test(line)) {
+      problems.push(`${at}: only src/core/wasm.ts may touch WebAssembly or memory.buffer`);
+    }
+    if (rel !== 'src/service/env.ts' && /process\.env/.test(line) && !/^\s*(\*|\/\/)/.test(line)) {
+      problems.push(`${at}: only src/service/env.ts may read process.env`);
+    }
+  });
+}
+if (problems.length) { console.error(problems.join('\n')); process.exit(1); }
+console.log('lint: ok');

@@ -1,0 +1,5 @@
+/** The isomorphic core: wasm prefix index, hashing, reference model. No `node:` imports. */
+export { Wasm, getWasm } from './wasm.js';
+export { WasmPrefixIndex } from './wasm-index.js';
+export { Tier, TIERS, TIER_NAMES, StoreStatus, canonicalHoldings } from './index-types.js';
+export type { BlockRef, Holding, MatchRow, PrefixIndexModel } from './index-types.js';

@@ -14,8 +14,8 @@
 // its subtree with it (nothing below is reachable for anyone), so memory is reclaimed at once.
 import { NONE, ST_PARENT_NOT_FOUND } from './layout';
 import { Pool, rec, poolAlloc, poolRelease, vecNew, vecGrow, vecCap, vecSlots, vecExts } from './pool';
-import { recGet, recInsert, recDelete } from './rectable';
-import { mapGet, mapSet, mapDelete } from './table';
+import { recGet, recInsertAfterGet, recDelete } from './rectable';
+import { mapGet, mapSet, mapDelete, mapInsertAfterGet } from './table';
 import { Index, slotMap, addHoldings, NODE_SIZE } from './state';
 
 @inline export function nLocal(p: Pool, n: u32): u64 { return load<u64>(rec(p, n), 0); }
@@ -43,7 +43,7 @@ function createChild(p: Pool, parent: u32, local: u64): u32 {
   store<u32>(r, old, 32);
   if (old != NONE) store<u32>(rec(p, old), n, 36);
   store<u32>(pr, n, 28);
-  recInsert(p.table, p.base, NODE_SIZE, n);
+  recInsertAfterGet(p.table, p.base, NODE_SIZE, n);   // right after childOf() missed this key
   return n;
 }
 
@@ -179,8 +179,8 @@ export function deviceStore(ix: Index, slot: u32, hasParent: bool, parent: u64, 
   for (let i = 0; i < n; i++) {
     const ext = load<u64>(exts + (<usize>i << 3));
     const local = load<u64>(locals + (<usize>i << 3));
-    let child = childOf(p, cur, local);
     const held = mapGet(m, ext);
+    let child = childOf(p, cur, local);
     if (held != NONE) {
       if (held != child) return i;      // the slot uses this engine hash elsewhere: stop
       cur = child;
@@ -190,14 +190,16 @@ export function deviceStore(ix: Index, slot: u32, hasParent: bool, parent: u64, 
       child = createChild(p, cur, local);
       addHolder(p, child, slot, ext);
       addHoldings(ix, 0, 1);
+      mapInsertAfterGet(m, ext, child);  // mapGet above left its empty cell
     } else if (holderExt(p, child, slot)) {
       mapDelete(m, foundExt);           // re-key: same node, new engine hash
       setHolderExt(p, child, slot, ext);
+      mapSet(m, ext, child);
     } else {
       addHolder(p, child, slot, ext);
       addHoldings(ix, 0, 1);
+      mapInsertAfterGet(m, ext, child);
     }
-    mapSet(m, ext, child);
     cur = child;
   }
   return n;

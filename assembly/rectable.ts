@@ -46,6 +46,9 @@ export function recNew(withA: bool): usize {
 
 export function recFree(t: usize): void { heap.free(cellsPtr(t)); heap.free(t); }
 
+/** Empty cell where the last unsuccessful recGet stopped (see recInsertAfterGet). */
+let lastEmpty: u32 = 0;
+
 /** Record index with key (local, a, b), or NONE. `base`/`size`: the record pool. */
 export function recGet(t: usize, base: usize, size: usize, local: u64, a: u64, b: u32): u32 {
   const c = cellsPtr(t);
@@ -55,7 +58,7 @@ export function recGet(t: usize, base: usize, size: usize, local: u64, a: u64, b
   let i = homeOf(local, a, b, shiftOf(t));
   while (true) {
     const v = load<u32>(c + (<usize>i << 2));
-    if (v == NONE) return NONE;
+    if (v == NONE) { lastEmpty = i; return NONE; }
     if (recMatches(base + <usize>v * size, local, a, b, withA)) return v;
     i = (i + 1) & mask;
   }
@@ -87,6 +90,17 @@ export function recInsert(t: usize, base: usize, size: usize, v: u32): void {
   let i = recHome(base, size, v, shift, withA);
   while (load<u32>(c + (<usize>i << 2)) != NONE) i = (i + 1) & mask;
   store<u32>(c + (<usize>i << 2), v);
+  store<u32>(t, count, 8);
+}
+
+/**
+ * Insert record v whose key the immediately preceding recGet on this table reported absent:
+ * reuses that probe's empty cell (one cache miss less per new node).
+ */
+export function recInsertAfterGet(t: usize, base: usize, size: usize, v: u32): void {
+  const count = recCount(t) + 1;
+  if (<u64>count * 4 > <u64>capOf(t) * 3) { recInsert(t, base, size, v); return; }
+  store<u32>(cellsPtr(t) + (<usize>lastEmpty << 2), v);
   store<u32>(t, count, 8);
 }
 

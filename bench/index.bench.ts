@@ -8,6 +8,7 @@
 import { Bench } from 'tinybench';
 import { buildOps, readTrace, type OpStream } from './mooncake-ops.js';
 import { WasmPrefixIndex } from '../src/core/wasm-index.js';
+import { Wasm } from '../src/core/wasm.js';
 import { ReferenceIndex } from '../src/core/reference/index-model.js';
 import type { BlockRef, Tier } from '../src/core/index-types.js';
 
@@ -18,7 +19,8 @@ interface Result { name: string; seconds: number; matchNs: number[]; applySecond
 function pct(sorted: number[], p: number): number { return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]; }
 
 function runWasm(ops: OpStream, workers: number): Result {
-  const ix = new WasmPrefixIndex();
+  // A fresh module per run: linear memory never shrinks, so growth is measured from a clean start.
+  const ix = new WasmPrefixIndex(new Wasm());
   ix.ensureSlots(workers);
   let maxLen = 0;
   for (let i = 0; i < ops.count; i++) maxLen = Math.max(maxLen, ops.len[i]);
@@ -87,7 +89,7 @@ function report(ops: OpStream, workers: number, r: Result): string {
 
 async function micro(chains: number[][]): Promise<string> {
   const ops = buildOps(chains, 128, 16384);
-  const ix = new WasmPrefixIndex();
+  const ix = new WasmPrefixIndex(new Wasm());
   ix.ensureSlots(128);
   runWasmInto(ix, ops);
   // A long shared query: the first request's chain, matched repeatedly.
@@ -101,7 +103,7 @@ async function micro(chains: number[][]): Promise<string> {
   for (let i = 0; i < ops.count; i++) if (ops.kind[i] === 1) ref.store(ops.slot[i], DEVICE, ops.hasParent[i] ? ops.parent[i] : null, Array.from({ length: ops.len[i] }, (_, j) => ({ ext: ops.exts[ops.start[i] + j], local: ops.locals[ops.start[i] + j] })));
   bench.add(`reference match blocks=${q.length} workers=128`, () => { ref.match(qa); });
   await bench.run();
-  return bench.tasks.map((t) => `| ${t.name} | ${(t.result as { latency?: { p50?: number } })?.latency?.p50 !== undefined ? (((t.result as { latency: { p50: number } }).latency.p50) * 1000).toFixed(0) + ' ns' : '-'} | ${Math.round((t.result as { throughput?: { mean?: number } })?.throughput?.mean ?? 0).toLocaleString()} ops/s |`).join('\n');
+  return bench.tasks.map((t) => `| ${t.name} | ${(t.result as { latency?: { p50?: number } })?.latency?.p50 !== undefined ? (((t.result as { latency: { p50: number } }).latency.p50) * 1e6).toFixed(0) + ' ns' : '-'} | ${Math.round((t.result as { throughput?: { mean?: number } })?.throughput?.mean ?? 0).toLocaleString()} ops/s |`).join('\n');
 }
 
 function runWasmInto(ix: WasmPrefixIndex, ops: OpStream): void {

@@ -3,3 +3,7 @@ export { Wasm, getWasm } from './wasm.js';
 export { WasmPrefixIndex } from './wasm-index.js';
 export { Tier, TIERS, TIER_NAMES, StoreStatus, canonicalHoldings } from './index-types.js';
 export type { BlockRef, Holding, MatchRow, PrefixIndexModel } from './index-types.js';
+export { KvIndex, holdingsToEvents } from './kv-index.js';
+export type { IndexCounters, OverlapRow, RankOverlap, RouterEvent, CreditWeights } from './kv-index.js';
+export { SlotTable } from './slots.js';
+export type { WorkerRank } from './slots.js';

@@ -1,0 +1,64 @@
+/**
+ * Dense worker slots: each `(worker_id, dp_rank)` of a partition is interned to a small integer
+ * that the wasm index works on. Freed slots are reused (lowest first) so the per-slot arrays in
+ * wasm stay as small as the live worker set.
+ */
+export interface WorkerRank { workerId: bigint; dpRank: number }
+
+export class SlotTable {
+  private readonly bySlot: (WorkerRank | null)[] = [];
+  private readonly byKey = new Map<string, number>();
+  private readonly free: number[] = [];
+
+  private static key(workerId: bigint, dpRank: number): string { return `${workerId}:${dpRank}`; }
+
+  /** The slot of (worker, rank), or -1. */
+  find(workerId: bigint, dpRank: number): number {
+    return this.byKey.get(SlotTable.key(workerId, dpRank)) ?? -1;
+  }
+
+  /** The slot of (worker, rank), interning it when new. */
+  intern(workerId: bigint, dpRank: number): number {
+    const k = SlotTable.key(workerId, dpRank);
+    const s = this.byKey.get(k);
+    if (s !== undefined) return s;
+    let slot: number;
+    if (this.free.length > 0) {
+      this.free.sort((a, b) => b - a);
+      slot = this.free.pop() as number;
+      this.bySlot[slot] = { workerId, dpRank };
+    } else {
+      slot = this.bySlot.length;
+      this.bySlot.push({ workerId, dpRank });
+    }
+    this.byKey.set(k, slot);
+    return slot;
+  }
+
+  /** Forget a slot (its index contents must have been cleared first). */
+  release(slot: number): void {
+    const w = this.bySlot[slot];
+    if (!w) return;
+    this.byKey.delete(SlotTable.key(w.workerId, w.dpRank));
+    this.bySlot[slot] = null;
+    this.free.push(slot);
+  }
+
+  /** (worker, rank) of a live slot. */
+  get(slot: number): WorkerRank | null { return this.bySlot[slot] ?? null; }
+
+  /** Live slots of one worker id (all its ranks). */
+  slotsOf(workerId: bigint): number[] {
+    const out: number[] = [];
+    this.bySlot.forEach((w, s) => { if (w && w.workerId === workerId) out.push(s); });
+    return out;
+  }
+
+  /** Highest slot ever used + 1 (the wasm slot capacity needed). */
+  get size(): number { return this.bySlot.length; }
+
+  /** Every live slot with its worker rank. */
+  *entries(): IterableIterator<[number, WorkerRank]> {
+    for (let s = 0; s < this.bySlot.length; s++) { const w = this.bySlot[s]; if (w) yield [s, w]; }
+  }
+}

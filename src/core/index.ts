@@ -7,3 +7,7 @@ export { KvIndex, holdingsToEvents } from './kv-index.js';
 export type { IndexCounters, OverlapRow, RankOverlap, RouterEvent, CreditWeights } from './kv-index.js';
 export { SlotTable } from './slots.js';
 export type { WorkerRank } from './slots.js';
+export { parseRouterConfig, defaultRouterConfig, queueingEnabled, ConfigError, LIMITS, RouterConfigOverrideSchema, applyOverride } from './config.js';
+export type { RouterConfig } from './config.js';
+export { SelectionError, errorBody, toSelectionError, partitionLabel } from './errors.js';
+export { deriveKeyedSeeds, parseTrackingKey, publicSeed } from './tracking-hash.js';

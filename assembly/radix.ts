@@ -15,7 +15,7 @@
 import { NONE, ST_PARENT_NOT_FOUND } from './layout';
 import { Pool, rec, poolAlloc, poolRelease, vecNew, vecGrow, vecCap, vecSlots, vecExts } from './pool';
 import { recGet, recInsertAfterGet, recDelete } from './rectable';
-import { mapGet, mapSet, mapDelete, mapInsertAfterGet } from './table';
+import { mapGet, mapSet, mapDelete, mapInsertAfterGet, mapCap, mapCellVal, mapReset } from './table';
 import { Index, slotMap, addHoldings, NODE_SIZE } from './state';
 
 @inline export function nLocal(p: Pool, n: u32): u64 { return load<u64>(rec(p, n), 0); }
@@ -230,16 +230,14 @@ export function deviceClear(ix: Index, slot: u32, work: usize): void {
   const m = slotMap(ix, slot, 0);
   const cnt = load<u32>(m, 12);
   if (cnt == 0) return;
-  const cap = <u32>1 << (64 - load<u32>(m, 8));
-  const vals = load<usize>(m, 4);
+  const cap = mapCap(m);
   let k: u32 = 0;
   for (let i: u32 = 0; i < cap; i++) {
-    const v = load<u32>(vals + (<usize>i << 2));
+    const v = mapCellVal(m, i);
     if (v != NONE) store<u32>(work + (<usize>(k++) << 2), v);
   }
   // Reset the map (its entries are dropped below without per-entry deletes).
-  memory.fill(vals, 0xff, <usize>cap << 2);
-  store<u32>(m, 0, 12);
+  mapReset(m);
   for (let i: u32 = 0; i < k; i++) {
     const node = load<u32>(work + (<usize>i << 2));
     if (nCount(p, node) == 0xfffffffe) continue;  // FREED by an earlier cascade

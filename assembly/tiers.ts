@@ -11,7 +11,7 @@
 import { NONE } from './layout';
 import { Pool, rec, poolAlloc, poolRelease, vecNew, vecGrow, vecCap, vecSlots } from './pool';
 import { recGet, recInsert, recDelete } from './rectable';
-import { mapGet, mapSet, mapDelete } from './table';
+import { mapGet, mapSet, mapDelete, mapCap, mapCellVal, mapReset } from './table';
 import { Index, pool, slotMap, addHoldings, EDGE_SIZE } from './state';
 
 @inline export function eChild(p: Pool, e: u32): u64 { return load<u64>(rec(p, e), 32); }
@@ -116,13 +116,11 @@ export function tierClear(ix: Index, slot: u32, tier: i32): void {
   const m = slotMap(ix, slot, tier);
   const cnt = load<u32>(m, 12);
   if (cnt == 0) return;
-  const cap = <u32>1 << (64 - load<u32>(m, 8));
-  const vals = load<usize>(m, 4);
+  const cap = mapCap(m);
   for (let i: u32 = 0; i < cap; i++) {
-    const e = load<u32>(vals + (<usize>i << 2));
+    const e = mapCellVal(m, i);
     if (e != NONE) dropOwner(p, e, slot);
   }
-  memory.fill(vals, 0xff, <usize>cap << 2);
-  store<u32>(m, 0, 12);
+  mapReset(m);
   addHoldings(ix, tier, -<i32>cnt);
 }

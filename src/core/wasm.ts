@@ -7,11 +7,12 @@
  * raw u64 in these views: hot callers write and read `BigUint64Array`/`Uint32Array` elements,
  * never a JS number, and create no BigInt per hash (use the `u32` pair view for lo/hi words).
  *
- * Why @assemblyscript/loader: our exports take and return only numbers, so its array/string
- * lifting is unused; we use it for `instantiateSync` and the `abort` import that turns an
- * AssemblyScript assertion into a readable JS error (file, line, message from wasm memory).
+ * Why not @assemblyscript/loader: our exports take and return only numbers, so its array and
+ * string lifting is unused, and its `demangle` wraps every export in a rest-args function that
+ * calls `__setArgumentsLength` first — measured 14.7 ns per call on `treeSize` (a near-empty
+ * export), paid several times per request. We instantiate directly and provide the one import
+ * AssemblyScript needs, `env.abort`, which turns an assertion into a readable JS error.
  */
-import { instantiateSync } from '@assemblyscript/loader';
 import { wasmBase64 } from '../generated/wasm-bytes.js';
 
 /** Raw exports of build/wasm/select.wasm (see assembly/index.ts). */
@@ -63,8 +64,22 @@ export class Wasm {
 
   constructor(module?: WebAssembly.Module | Uint8Array) {
     const src = module ?? decodeBase64(wasmBase64);
-    const inst = instantiateSync<Record<string, unknown>>(src as never, {});
+    const mod = src instanceof WebAssembly.Module ? src : new WebAssembly.Module(src as BufferSource);
+    let memory: WebAssembly.Memory | null = null;
+    const readString = (ptr: number): string => {
+      if (!memory || !ptr) return '';
+      const len = new Uint32Array(memory.buffer)[(ptr - 4) >>> 2] >>> 1;
+      return String.fromCharCode(...new Uint16Array(memory.buffer, ptr, len));
+    };
+    const inst = new WebAssembly.Instance(mod, {
+      env: {
+        abort(msg: number, file: number, line: number, col: number): never {
+          throw new Error(`wasm abort: ${readString(msg)} at ${readString(file)}:${line}:${col}`);
+        },
+      },
+    });
     this.exports = inst.exports as unknown as WasmExports;
+    memory = this.exports.memory;
     const l: Partial<Layout> = {};
     for (const n of LAYOUT_NAMES) l[n] = constant(this.exports, n);
     this.layout = Object.freeze(l as Layout);

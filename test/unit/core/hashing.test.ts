@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { xxhash3 } from 'hash-wasm';
 import { getWasm } from '../../../src/core/wasm.js';
+import { makeRng } from '../../../src/core/reference/workload.js';
 import {
   PUBLIC_SEED, xxh3, publicBlockSeed, blockCount, hashBlocksToScratch, chainToScratch, blockHashes,
   sequenceHashes,
@@ -31,15 +32,10 @@ async function refBlocks(tokens: number[], bs: number, seed: bigint, eagle: bool
   return out;
 }
 
-function rng(seed: number): () => number { // mulberry32: u32 per call
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
-  };
+/** u32 per call from the project's seeded PRNG (mulberry32, src/core/reference/workload.ts). */
+function rng(seed: number): () => number {
+  const f = makeRng(seed);
+  return () => Math.floor(f() * 4294967296) >>> 0;
 }
 const u64 = (r: () => number): bigint => (BigInt(r()) << 32n) | BigInt(r());
 const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);

@@ -189,6 +189,8 @@ describe('parseJson: u64/i64 exactness', () => {
     const nested = parseJsonPrecise('[{"__proto__":[],"__proto__":{"x":9007199254740993}}]') as Record<string, unknown>[];
     assert.deepEqual(Object.getOwnPropertyDescriptor(nested[0], '__proto__')?.value, { x: 9007199254740993n });
     assert.equal(Object.getPrototypeOf(nested[0]), Object.prototype);
+    const shadow = parseJsonPrecise('{"constructor":1,"toString":2,"hasOwnProperty":3}') as Record<string, unknown>;
+    assert.deepEqual(shadow, JSON.parse('{"constructor":1,"toString":2,"hasOwnProperty":3}'));
   });
 
   it('duplicate keys: last wins, key order like JSON.parse', () => {
@@ -294,6 +296,7 @@ describe('stringifyJson', () => {
     assert.equal(stringifyJson(v), '{"a":18446744073709551615,"c":[null,null,null,-1,null],"d":{"e":0,"f":"x"},"h":null,"i":true}');
     assert.equal(stringifyJson({ when: new Date(0), n: 1n }), '{"when":"1970-01-01T00:00:00.000Z","n":1}');
     assert.equal(stringifyJson({ x: { toJSON: (k: string) => `k=${k}` }, n: 2n }), '{"x":"k=x","n":2}');
+    assert.equal(stringifyJson([1n, { toJSON: (k: unknown) => typeof k + k }]), '[1,"string1"]');
     assert.equal(stringifyJson(18446744073709551615n), '18446744073709551615');
     assert.equal(stringifyJson([]), '[]');
     assert.equal(stringifyJson({ a: [], b: {}, n: 1n }, 2), '{\n  "a": [],\n  "b": {},\n  "n": 1\n}');

@@ -83,6 +83,9 @@ export class Wasm {
     const l: Partial<Layout> = {};
     for (const n of LAYOUT_NAMES) l[n] = constant(this.exports, n);
     this.layout = Object.freeze(l as Layout);
+    // Set up the scratch regions now: doing it lazily inside the first view access would grow
+    // memory (and detach the buffer) between reading memory.buffer and building the view.
+    this.fn('scratchCap')(0);
   }
 
   /** A typed export function. */

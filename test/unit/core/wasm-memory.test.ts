@@ -36,3 +36,10 @@ test('hot index exports do not grow wasm memory over 100,000 calls each', () => 
   assert.equal(ix.rowDevice()[0], n);
   ix.destroy();
 });
+
+test('a fresh module can be used through a view first (scratch set up at construction)', async () => {
+  const { Wasm } = await import('../../../src/core/wasm.js');
+  const w = new Wasm();
+  w.setParam(w.layout.P_AUX, 18446744073709551615n);
+  assert.equal(w.param(w.layout.P_AUX), 18446744073709551615n);
+});

@@ -18,13 +18,14 @@ interface Result { name: string; seconds: number; matchNs: number[]; applySecond
 
 function pct(sorted: number[], p: number): number { return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]; }
 
+let parentWords: Uint32Array = new Uint32Array(0);
+
 function runWasm(ops: OpStream, workers: number): Result {
   // A fresh module per run: linear memory never shrinks, so growth is measured from a clean start.
   const ix = new WasmPrefixIndex(new Wasm());
   ix.ensureSlots(workers);
-  let maxLen = 0;
-  for (let i = 0; i < ops.count; i++) maxLen = Math.max(maxLen, ops.len[i]);
-  ix.reserveHashes(maxLen);
+  ix.reserveHashes(maxLength(ops));
+  parentWords = new Uint32Array(ops.parent.buffer, ops.parent.byteOffset, ops.count * 2);
   const before = ix.wasm.memoryBytes();
   const matchNs: number[] = [];
   let apply = 0;
@@ -38,10 +39,7 @@ function runWasm(ops: OpStream, workers: number): Result {
       ix.matchN(n);
       matchNs.push((performance.now() - ta) * 1e6);
     } else if (k === 1) {
-      ix.hashA().set(ops.locals.subarray(s, s + n));
-      ix.hashB().set(ops.exts.subarray(s, s + n));
-      if (ops.hasParent[i]) { const p = ops.parent.subarray(i, i + 1); const w = new Uint32Array(p.buffer, p.byteOffset, 2); ix.setParentWords(w[0], w[1]); }
-      ix.storeN(ops.slot[i], DEVICE, ops.hasParent[i] === 1, n);
+      storeOp(ix, ops, i);
       apply += performance.now() - ta;
     } else {
       ix.hashB().set(ops.exts.subarray(s, s + n));
@@ -106,18 +104,25 @@ async function micro(chains: number[][]): Promise<string> {
   return bench.tasks.map((t) => `| ${t.name} | ${(t.result as { latency?: { p50?: number } })?.latency?.p50 !== undefined ? (((t.result as { latency: { p50: number } }).latency.p50) * 1e6).toFixed(0) + ' ns' : '-'} | ${Math.round((t.result as { throughput?: { mean?: number } })?.throughput?.mean ?? 0).toLocaleString()} ops/s |`).join('\n');
 }
 
+function maxLength(ops: OpStream): number {
+  let m = 0;
+  for (let i = 0; i < ops.count; i++) m = Math.max(m, ops.len[i]);
+  return m;
+}
+
 function runWasmInto(ix: WasmPrefixIndex, ops: OpStream): void {
-  let maxLen = 0;
-  for (let i = 0; i < ops.count; i++) maxLen = Math.max(maxLen, ops.len[i]);
-  ix.reserveHashes(maxLen);
-  for (let i = 0; i < ops.count; i++) {
-    const s = ops.start[i], n = ops.len[i];
-    if (ops.kind[i] !== 1) continue;
-    ix.hashA().set(ops.locals.subarray(s, s + n));
-    ix.hashB().set(ops.exts.subarray(s, s + n));
-    if (ops.hasParent[i]) { const p = ops.parent.subarray(i, i + 1); const w = new Uint32Array(p.buffer, p.byteOffset, 2); ix.setParentWords(w[0], w[1]); }
-    ix.storeN(ops.slot[i], DEVICE, ops.hasParent[i] === 1, n);
-  }
+  ix.reserveHashes(maxLength(ops));
+  parentWords = new Uint32Array(ops.parent.buffer, ops.parent.byteOffset, ops.count * 2);
+  for (let i = 0; i < ops.count; i++) if (ops.kind[i] === 1) storeOp(ix, ops, i);
+}
+
+/** Apply store op i through the hot surface (hashes copied into scratch, parent as u32 words). */
+function storeOp(ix: WasmPrefixIndex, ops: OpStream, i: number): void {
+  const s = ops.start[i], n = ops.len[i];
+  ix.hashA().set(ops.locals.subarray(s, s + n));
+  ix.hashB().set(ops.exts.subarray(s, s + n));
+  if (ops.hasParent[i]) ix.setParentWords(parentWords[2 * i], parentWords[2 * i + 1]);
+  ix.storeN(ops.slot[i], DEVICE, ops.hasParent[i] === 1, n);
 }
 
 export async function main(argv = process.argv.slice(2)): Promise<string> {

@@ -9,17 +9,10 @@
  */
 import { Bench, type Task } from 'tinybench';
 import { jsonU64, parseJson, parseJsonPrecise, stringifyJson, u64ToI64 } from '../src/http/json.js';
+import { makeRng } from '../src/core/reference/workload.js';
 
-/** Seeded PRNG (mulberry32) so bodies are identical run to run. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Seeded PRNG (mulberry32): the project's one, so bodies are identical run to run. */
+const mulberry32 = makeRng;
 
 interface Row {
   body: string;

@@ -1,3 +1,4 @@
+import { makeRng } from '../../../src/core/reference/workload.js';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import {
@@ -43,16 +44,8 @@ function referenceStringify(v: unknown, space?: number | string): string | undef
   return out?.replace(new RegExp(`"${marker}(-?\\d+)"`, 'g'), '$1');
 }
 
-/** Seeded PRNG (mulberry32). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Seeded PRNG (mulberry32): the project's one, so bodies are identical run to run. */
+const mulberry32 = makeRng;
 
 const STRING_CHARS = ['a', 'Z', '0', '9', ' ', '"', '\\', '/', '\n', '\t', '\u0000', '\u001f', '\u007f', 'é', '€', '\u2028', '😀', '\ud800', '\udfff', '{', '}', '[', ',', ':'];
 

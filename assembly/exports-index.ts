@@ -12,7 +12,7 @@ import { rec } from './pool';
 import { mapCount } from './table';
 import { deviceStore, deviceRemove, deviceClear } from './radix';
 import { tierStore, tierRemove, tierClear } from './tiers';
-import { matchInto } from './match';
+import { matchInto, chainExtsInto } from './match';
 import { creditInto } from './credit';
 import { dumpDevice, dumpTier } from './dump';
 import { hashBlocksInto } from './hashing';
@@ -141,6 +141,14 @@ export function matchQuery(h: i32, n: i32): i32 {
   if (regionCap(R_OUT_SLOT) < (<usize>ix.slotCap << 2)) return ST_BAD_SLOT;
   return matchInto(ix, regionPtr(R_HASH_A), n, regionPtr(R_OUT_SLOT), regionPtr(R_OUT_DEV),
     regionPtr(R_OUT_HOST), regionPtr(R_OUT_DISK), regionPtr(R_OUT_EXTN));
+}
+
+/** Ext hashes `slot` holds along the device path of the n hashes in R_HASH_A, into R_HASH_B; returns the depth. */
+export function chainExts(h: i32, n: i32, slot: i32): i32 {
+  const ix = indexOf(h);
+  if (changetype<usize>(ix) == 0) return ST_BAD_INDEX;
+  if (regionCap(R_HASH_B) < (<usize>n << 3)) return ST_BAD_SLOT;
+  return chainExtsInto(ix, regionPtr(R_HASH_A), n, <u32>slot, regionPtr(R_HASH_B));
 }
 
 /** Cache credit of the first `rows` match rows (see credit.ts for the columns written). */

@@ -13,5 +13,5 @@ export {
 } from './layout';
 export {
   indexNew, indexFree, indexSlots, storeBlocks, storeTokens, removeBlocks, clearSlot, matchQuery,
-  creditRows, treeSize, holdingCount, recordCount, dumpRows,
+  creditRows, treeSize, holdingCount, recordCount, dumpRows, chainExts,
 } from './exports-index';

@@ -142,3 +142,33 @@ export function matchInto(ix: Index, q: usize, n: i32, outSlot: usize, outDev: u
   }
   return <i32>k;
 }
+
+/**
+ * The engine (ext) hashes a slot holds along the device path of query `q`, root-aligned and
+ * contiguous: out[i] = the slot's ext of block i, for i < the returned depth. (kv_hint sources.)
+ */
+export function chainExtsInto(ix: Index, q: usize, n: i32, slot: u32, out: usize): i32 {
+  if (n <= 0) return 0;
+  const p = ix.p0;
+  let node = childOf(p, 0, load<u64>(q));
+  let level: i32 = 0;
+  while (node != NONE) {
+    const r = rec(p, node);
+    const c = load<u32>(r, 20);
+    let found = false;
+    if (c == 1) {
+      if (load<u32>(r, 24) == slot) { store<u64>(out + (<usize>level << 3), load<u64>(r, 8)); found = true; }
+    } else {
+      const v = <usize>load<u32>(r, 24);
+      const sp = vecSlots(v), ep = vecExts(v);
+      for (let i: u32 = 0; i < c; i++) {
+        if (load<u32>(sp + (<usize>i << 2)) == slot) { store<u64>(out + (<usize>level << 3), load<u64>(ep + (<usize>i << 3))); found = true; break; }
+      }
+    }
+    if (!found) break;
+    level++;
+    if (level >= n) break;
+    node = childOf(p, node, load<u64>(q + (<usize>level << 3)));
+  }
+  return level;
+}

@@ -157,6 +157,21 @@ export class KvIndex {
     return rows.sort((a, b) => (a.worker_id < b.worker_id ? -1 : a.worker_id > b.worker_id ? 1 : a.dp_rank - b.dp_rank));
   }
 
+  /**
+   * The engine block hashes a worker rank holds along the device path of `locals`, root-aligned
+   * and contiguous (kv_hint sources, api §9).
+   */
+  chainExts(workerId: bigint, dpRank: number, locals: ArrayLike<bigint>): bigint[] {
+    const s = this.slots.find(workerId, dpRank);
+    if (s < 0 || locals.length === 0) return [];
+    const ix = this.index;
+    ix.reserveHashes(locals.length);
+    const a = ix.hashA();
+    for (let i = 0; i < locals.length; i++) a[i] = locals[i];
+    const d = ix.chainExtsN(locals.length, s);
+    return d > 0 ? Array.from(ix.hashB().subarray(0, d)) : [];
+  }
+
   /** Blocks a worker rank holds on a tier. */
   treeSize(workerId: bigint, dpRank: number, tier: Tier = Tier.Device): number {
     const s = this.slots.find(workerId, dpRank);

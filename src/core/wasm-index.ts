@@ -18,7 +18,7 @@ export class WasmPrefixIndex implements PrefixIndexModel {
   constructor(wasm: Wasm = getWasm()) {
     this.wasm = wasm;
     const names = ['indexNew', 'indexFree', 'indexSlots', 'storeBlocks', 'storeTokens', 'removeBlocks', 'clearSlot',
-      'matchQuery', 'creditRows', 'treeSize', 'holdingCount', 'recordCount', 'dumpRows'];
+      'matchQuery', 'creditRows', 'treeSize', 'holdingCount', 'recordCount', 'dumpRows', 'chainExts'];
     this.f = Object.fromEntries(names.map((n) => [n, wasm.fn(n)]));
     this.handle = this.f.indexNew();
     if (this.handle < 0) throw new Error('no free wasm index handle');
@@ -63,6 +63,8 @@ export class WasmPrefixIndex implements PrefixIndexModel {
   removeN(slot: number, tier: Tier, n: number): number { return this.f.removeBlocks(this.handle, slot, tier, n); }
   /** Match the n local hashes in R_HASH_A; returns the row count. */
   matchN(n: number): number { return this.f.matchQuery(this.handle, n); }
+  /** Ext hashes `slot` holds along the device path of the n hashes in hashA(), into hashB(); returns the depth. */
+  chainExtsN(n: number, slot: number): number { return this.f.chainExts(this.handle, n, slot); }
   rowSlots(): Uint32Array { return this.wasm.u32(this.wasm.layout.R_OUT_SLOT); }
   rowDevice(): Uint32Array { return this.wasm.u32(this.wasm.layout.R_OUT_DEV); }
   rowHost(): Uint32Array { return this.wasm.u32(this.wasm.layout.R_OUT_HOST); }

@@ -1,0 +1,1021 @@
+/**
+ * SelectionCore: every operation of the selection API (api §2-§5) as a method, over the worker
+ * catalog, the partitions (index + active loads + policy), the process-wide reservation index
+ * and the pending-selection cache. Isomorphic: time and randomness are injected, there are no
+ * timers (the host calls {@link SelectionCore.maintain} periodically; every operation also
+ * runs due maintenance first), and KV-event listeners are attached through {@link IndexFeed}.
+ *
+ * Rule for every mutation: validate first (schemas, prompt fields, readiness, claims), then
+ * change state; a failure after a claim releases it, so nothing stays half-booked.
+ */
+import type { z } from 'zod';
+import { ConfigError, LIMITS, applyOverride, queueingEnabled, type EffectiveRouterValues, type RouterConfig } from './config.js';
+import {
+  SelectionError, decayFractionOutOfRange, effectivePrefillExceedsIsl, noEndpoints, noLongerSchedulable, noSchedulableWorkers,
+  noSchedulableWorkersFor, pendingNotFound, queueRejected, reservationNotFound, schedulableWorkerNotFound, shuttingDown,
+  subscriberShutdown, workerNotFound,
+} from './errors.js';
+import { classQueues, poolIsBusy, policyConfigQueues, rankIsBusy, resolveProfile, type PolicyClassConfig, type RouterPolicyConfig } from './policy-config.js';
+import { AdmissionQueue } from './queue.js';
+import { buildKvHint, hintCapable, type KvHint } from './hints.js';
+import { mergeOverlapMax } from './approx.js';
+import {
+  FilterQuerySchema, OutputBlockRequestSchema, PromptQuerySchema, ReservationRequestSchema, SelectAndReserveRequestSchema,
+  SelectRequestSchema, WorkerPatchSchema, WorkerRequestSchema, describeIssues, type FilterQuery, type SelectAndReserveRequest,
+  type WorkerRequest,
+} from './schemas.js';
+import {
+  applyPatch, compareRecords, eventEndpoints, metadataReasons, partitionKeyOf, ranksOf, toRecord, type WorkerEntry,
+} from './catalog.js';
+import { Partition } from './partition.js';
+import { PromptNormalizer, checkPromptFields, type NormalizedPrompt, type PromptFields } from './prompt.js';
+import { PendingSelectionCache } from './pending.js';
+import { ReservationIndex } from './reservations.js';
+import { defaultCosts, eligible, pickByCost, type Candidate } from './selector.js';
+import { PolicyRegistry, runPolicy, selectionContext, type CandidateView, type WorkerSelectionContext } from './policy.js';
+import type { RouterEvent } from './kv-index.js';
+import type {
+  Clock, DumpResponse, ModelLoadResponse, OverlapScoresResponse, OverlapSummary, PotentialLoad, ReadyResponse,
+  ReservationResponse, Rng, SelectOptions, SelectResponse, SelectionApi, StatusOk, WorkerRecord,
+} from './types.js';
+
+/** A partition as the KV-event ingress sees it. */
+export interface FeedPartition { modelName: string; routingGroup: string; blockSize: number; isEagle: boolean; index: Partition['index'] }
+
+/**
+ * Where KV events come from (the Node service's ZMQ ingress implements it). `reconcile` throws
+ * (with nothing changed) when an endpoint is invalid; the worker is then `incomplete` with
+ * `reconciliation failed: <message>`.
+ */
+export interface IndexFeed {
+  reconcile(partition: FeedPartition, workerId: bigint, ranks: ReadonlyMap<number, string>, replayEndpoint: string | null): void;
+  detach(workerId: bigint): void;
+}
+
+/** A booking lifecycle event, for replica sync (api §6). */
+export type LifecycleEvent = {
+  modelName: string; routingGroup: string; blockSize: number; requestId: string; workerId: bigint; dpRank: number; loraName?: string;
+} & (
+  | { kind: 'add'; seq: BigUint64Array; trackPrefillTokens: boolean; expectedOutputTokens?: number; prefillTokens: number }
+  | { kind: 'prefill_complete' }
+  | { kind: 'free' }
+);
+
+/** A lifecycle event received from a replica peer (already decoded). */
+export type ReplicaLifecycle = {
+  modelName: string; routingGroup: string; blockSize: number; requestId: string; workerId: bigint; dpRank: number; loraName?: string;
+} & (
+  | { kind: 'add'; seq: readonly bigint[] | null; trackPrefillTokens: boolean; expectedOutputTokens?: number; prefillTokens: number }
+  | { kind: 'prefill_complete' }
+  | { kind: 'free' }
+);
+
+/** Host hooks. */
+export interface CoreHooks {
+  /** Called after a local admission, prefill completion (also repeated) and free. */
+  onLifecycle?(ev: LifecycleEvent): void;
+}
+
+/** Pending-selection cache limits (api §5.2; CLI `--selection-cache-*`). */
+export interface SelectionCacheConfig { ttlSecs: number; maxEntries: number; maxBytes: number }
+
+/** Options of a local core. */
+export interface CoreOptions {
+  clock?: Clock;
+  rng?: Rng;
+  selectionCache?: Partial<SelectionCacheConfig>;
+  /** Raw 32-byte key for `keyed-xxh3-v1` (the Node side reads `router_tracking_key_file`). */
+  trackingKey?: Uint8Array;
+  /** Custom policy types (api §10), chosen by `DYN_ROUTER_WORKER_SELECTION_POLICY`. */
+  policies?: PolicyRegistry;
+  /** Policy instance parameters, when the policy is chosen by name. */
+  policyParameters?: Readonly<Record<string, unknown>>;
+  /** The parsed `DYN_ROUTER_POLICY_CONFIG` document (policy classes, worker_selection). */
+  policyConfig?: RouterPolicyConfig | null;
+  feed?: IndexFeed;
+  hooks?: CoreHooks;
+}
+
+/** `Result` of {@link SelectionCore.tryNewLocal}. */
+export type CoreResult = { ok: true; core: SelectionCore } | { ok: false; error: ConfigError };
+
+const MS = 1000;
+
+/** Default clock: performance.now (monotonic, available in Node and browsers). */
+export const systemClock: Clock = { now: () => performance.now() };
+
+/** A seeded xorshift128+ generator: `next()` in [0,1), `u64()`. */
+export function seededRng(seed: number | bigint): Rng {
+  let s0 = BigInt.asUintN(64, BigInt(seed) ^ 0x9e3779b97f4a7c15n) || 1n;
+  let s1 = BigInt.asUintN(64, (BigInt(seed) * 0xbf58476d1ce4e5b9n) ^ 0x94d049bb133111ebn) || 2n;
+  const u64 = (): bigint => {
+    let x = s0;
+    const y = s1;
+    s0 = y;
+    x = BigInt.asUintN(64, x ^ (x << 23n));
+    s1 = x ^ y ^ (x >> 17n) ^ (y >> 26n);
+    return BigInt.asUintN(64, s1 + y);
+  };
+  return { u64, next: () => Number(u64() >> 11n) / 2 ** 53 };
+}
+
+/** Randomness from the platform (crypto.getRandomValues when present). */
+export function systemRng(): Rng {
+  const c = (globalThis as { crypto?: { getRandomValues?: (a: Uint32Array) => Uint32Array } }).crypto;
+  if (!c?.getRandomValues) return seededRng(Date.now());
+  const buf = new Uint32Array(2);
+  return {
+    next: () => { c.getRandomValues!(buf); return (buf[0] * 2 ** 21 + (buf[1] >>> 11)) / 2 ** 53; },
+    u64: () => { c.getRandomValues!(buf); return (BigInt(buf[1]) << 32n) | BigInt(buf[0]); },
+  };
+}
+
+function parse<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  const r = schema.safeParse(input ?? {});
+  if (!r.success) throw new SelectionError('SEL_UNPROCESSABLE', describeIssues(r.error));
+  return r.data;
+}
+
+const cmpBig = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** One scheduled choice, before booking. */
+interface Choice {
+  part: Partition;
+  entry: WorkerEntry;
+  dpRank: number;
+  prompt: NormalizedPrompt;
+  eff: EffectiveRouterValues;
+  overlap: OverlapSummary;
+  cachedTokens: number;
+  effectivePrefillTokens: number;
+  potentialDecodeBlocks: number;
+  activePrefillTokens: number;
+}
+
+/** Per-rank data gathered for scheduling. */
+interface RankInfo { entry: WorkerEntry; cand: Candidate }
+
+/** Tiered overlap of one rank (blocks) and its cached tokens. */
+interface RankCache { device: number; hostExt: number; diskExt: number; externalExt: number; cachedTokens: number }
+
+/** A request waiting in a partition's admission queue. */
+export interface Waiter {
+  canRun(): boolean;
+  run(): void;
+  fail(err: unknown): void;
+}
+
+export class SelectionCore implements SelectionApi {
+  readonly config: RouterConfig;
+  readonly clock: Clock;
+  readonly rng: Rng;
+  private readonly workers = new Map<bigint, WorkerEntry>();
+  private readonly partitions = new Map<string, Partition>();
+  readonly reservations = new ReservationIndex();
+  readonly pending: PendingSelectionCache;
+  private readonly normalizer: PromptNormalizer;
+  private readonly policies: PolicyRegistry | null;
+  private readonly policyParameters: Readonly<Record<string, unknown>>;
+  private readonly feed: IndexFeed | null;
+  private readonly hooks: CoreHooks;
+  private readonly queueing: boolean;
+  private readonly policyConfig: RouterPolicyConfig | null;
+  private lastSweep: number;
+  private lastRecheck: number;
+  /** Start-up warnings for the host to log (e.g. an unsupported approximate cache policy). */
+  readonly warnings: string[] = [];
+  private shutdownFlag = false;
+
+  private constructor(config: RouterConfig, o: CoreOptions, normalizer: PromptNormalizer, rng: Rng) {
+    this.config = config;
+    this.clock = o.clock ?? systemClock;
+    this.rng = rng;
+    const c = o.selectionCache ?? {};
+    this.pending = new PendingSelectionCache({
+      clock: this.clock,
+      ttlSecs: c.ttlSecs ?? LIMITS.selectionCacheTtlSecs,
+      maxEntries: c.maxEntries ?? LIMITS.selectionCacheMaxEntries,
+      maxBytes: c.maxBytes ?? LIMITS.selectionCacheMaxBytes,
+    });
+    this.normalizer = normalizer;
+    this.policies = o.policies ?? null;
+    this.policyParameters = o.policyParameters ?? {};
+    this.feed = o.feed ?? null;
+    this.hooks = o.hooks ?? {};
+    this.policyConfig = o.policyConfig ?? null;
+    this.queueing = queueingEnabled(config, policyConfigQueues(this.policyConfig));
+    this.lastSweep = this.clock.now();
+    this.lastRecheck = this.lastSweep;
+    if (!config.useKvEvents && config.routerApproximateCachePolicy === 'lru') {
+      this.warnings.push('router_approximate_cache_policy=lru is not supported by the standalone selector; bookings use TTL retention (router_ttl_secs) instead');
+    }
+  }
+
+  /**
+   * An unsynchronised local core (tests, simulations, embedding). Fails with a ConfigError for
+   * an invalid tracking-hash configuration (keyed mode without a 32-byte key) or an unknown
+   * worker-selection policy name.
+   */
+  static tryNewLocal(config: RouterConfig, options: CoreOptions = {}): CoreResult {
+    const rng = options.rng ?? systemRng();
+    let normalizer: PromptNormalizer;
+    try {
+      if (config.routerTrackingHash === 'keyed-xxh3-v1') {
+        if (!options.trackingKey || options.trackingKey.length !== 32) {
+          throw new ConfigError(['DYN_ROUTER_TRACKING_KEY_FILE: keyed-xxh3-v1 requires a 32-byte tracking key']);
+        }
+        if (!config.routerTrackingKeyId) throw new ConfigError(['DYN_ROUTER_TRACKING_KEY_ID: keyed-xxh3-v1 requires router_tracking_key_id']);
+      }
+      normalizer = new PromptNormalizer({
+        mode: config.routerTrackingHash, key: options.trackingKey ?? null, keyId: config.routerTrackingKeyId,
+      }, rng);
+      const inst = options.policyConfig?.aggregated;
+      const name = inst?.type ?? config.workerSelectionPolicy;
+      if (name && name !== 'default' && !options.policies?.has(name)) {
+        const where = inst ? 'DYN_ROUTER_POLICY_CONFIG worker_selection' : 'DYN_ROUTER_WORKER_SELECTION_POLICY';
+        throw new ConfigError([`${where}: unknown worker selection policy type "${name}"`]);
+      }
+    } catch (err) {
+      if (err instanceof ConfigError) return { ok: false, error: err };
+      return { ok: false, error: new ConfigError([err instanceof Error ? err.message : String(err)]) };
+    }
+    return { ok: true, core: new SelectionCore(config, options, normalizer, rng) };
+  }
+
+  /** Like tryNewLocal, throwing the ConfigError. */
+  static newLocal(config: RouterConfig, options: CoreOptions = {}): SelectionCore {
+    const r = SelectionCore.tryNewLocal(config, options);
+    if (!r.ok) throw r.error;
+    return r.core;
+  }
+
+  // ---- lifecycle of the core --------------------------------------------------------------
+
+  get shuttingDown(): boolean { return this.shutdownFlag; }
+
+  /** After this, mutations and selections fail `selection service is shutting down`; delete still works. */
+  shutdown(): void {
+    if (this.shutdownFlag) return;
+    this.shutdownFlag = true;
+    for (const p of this.partitions.values()) {
+      for (const w of p.queue.payloads()) { p.queue.remove(w); w.fail(subscriberShutdown()); }
+    }
+  }
+
+  private live(): void {
+    if (this.shutdownFlag) throw shuttingDown();
+    this.maintain();
+  }
+
+  /**
+   * Runs due periodic work: the expiry sweep every 60 s (api §5.4) frees bookings older than
+   * `DYN_ROUTER_ACTIVE_REQUEST_EXPIRY_SECS` (local: nothing is published) and drops reservation
+   * rows whose booking vanished.
+   */
+  maintain(): void {
+    const now = this.clock.now();
+    if (this.queueing && now - this.lastRecheck >= LIMITS.queueRecheckSecs * MS) {
+      this.lastRecheck = now;
+      for (const p of this.partitions.values()) this.drain(p);
+    }
+    for (const p of this.partitions.values()) { p.approx?.expire(); p.predicted?.expire(); }
+    if (now - this.lastSweep < LIMITS.expirySweepSecs * MS) return;
+    this.lastSweep = now;
+    this.sweepExpired();
+  }
+
+  /** The expiry sweep itself (also callable directly). Returns the freed reservation ids. */
+  sweepExpired(): string[] {
+    const freed: string[] = [];
+    for (const p of this.partitions.values()) {
+      for (const id of p.loads.expire()) freed.push(id);
+    }
+    for (const id of freed) this.reservations.remove(id);
+    this.reservations.sweep((id, row) => {
+      const p = this.partitions.get(row.partitionKey);
+      return p !== undefined && p.loads.has(id);
+    });
+    if (freed.length > 0) for (const p of this.partitions.values()) this.drain(p);
+    return freed;
+  }
+
+  /** A partition by model and group (hosts and simulations feed its index directly). */
+  partition(modelName: string, routingGroup: string): Partition | undefined {
+    return this.partitions.get(partitionKeyOf(modelName, routingGroup));
+  }
+
+  /** Every partition. */
+  partitionList(): Partition[] { return [...this.partitions.values()]; }
+
+  /** Get or create a partition; a mismatching block size or eagle flag is a 409 SelectionError. */
+  ensurePartition(modelName: string, routingGroup: string, blockSize: number, isEagle: boolean): Partition {
+    const key = partitionKeyOf(modelName, routingGroup);
+    const p = this.partitions.get(key);
+    if (p) {
+      if (p.blockSize !== blockSize) throw new SelectionError('SEL_CONFLICT', `${p.label()} has block_size ${p.blockSize}, but ${blockSize} was requested`);
+      if (p.isEagle !== isEagle) throw new SelectionError('SEL_CONFLICT', `${p.label()} has is_eagle ${p.isEagle}, but ${isEagle} was requested`);
+      return p;
+    }
+    const inst = this.policyConfig?.aggregated ?? null;
+    const name = inst?.type ?? this.config.workerSelectionPolicy;
+    const params = inst?.parameters ?? this.policyParameters;
+    const policy = name && name !== 'default' && this.policies
+      ? this.policies.create(name, { modelName, routingGroup, blockSize }, params) : null;
+    const created = new Partition(key, {
+      modelName, routingGroup, blockSize, isEagle, clock: this.clock, rng: this.rng,
+      expirySecs: this.config.activeRequestExpirySecs, trackActiveBlocks: this.config.routerTrackActiveBlocks, policy,
+      mode: !this.config.useKvEvents ? 'approximate' : this.config.routerPredictedTtlSecs !== null ? 'events+predicted' : 'events',
+      ttlSecs: !this.config.useKvEvents ? this.config.routerTtlSecs : this.config.routerPredictedTtlSecs ?? this.config.routerTtlSecs,
+    });
+    created.queue = new AdmissionQueue<Waiter>(
+      resolveProfile(this.policyConfig, modelName, this.config.routerQueueThreshold, this.config.routerQueuePolicy), this.clock);
+    this.partitions.set(key, created);
+    return created;
+  }
+
+  // ---- catalog (api §2.1-§2.6, §3) ----------------------------------------------------------
+
+  upsertWorker(input: unknown): WorkerRecord {
+    this.live();
+    const req = parse(WorkerRequestSchema, input);
+    return toRecord(this.reconcileWorker(req));
+  }
+
+  patchWorker(workerId: bigint, input: unknown): WorkerRecord {
+    this.live();
+    const patch = parse(WorkerPatchSchema, input);
+    const existing = this.workers.get(workerId);
+    if (!existing) throw workerNotFound(workerId);
+    return toRecord(this.reconcileWorker(applyPatch(existing.req, patch)));
+  }
+
+  deleteWorker(workerId: bigint): WorkerRecord {
+    const e = this.workers.get(workerId);
+    if (!e) throw workerNotFound(workerId);
+    e.lifecycle = 'draining';
+    this.detach(e);
+    e.lifecycle = 'unschedulable';
+    this.workers.delete(workerId);
+    return toRecord(e, 'unschedulable');
+  }
+
+  listWorkers(filter: FilterQuery | unknown = {}): WorkerRecord[] {
+    const f = parse(FilterQuerySchema, filter);
+    const out: WorkerRecord[] = [];
+    for (const e of this.workers.values()) {
+      if (f.model_name !== undefined && e.req.model_name !== f.model_name) continue;
+      if (f.routing_group !== undefined && e.req.routing_group !== f.routing_group) continue;
+      out.push(toRecord(e));
+    }
+    return out.sort(compareRecords);
+  }
+
+  ready(): ReadyResponse {
+    let n = 0;
+    for (const e of this.workers.values()) if (e.lifecycle === 'schedulable') n++;
+    return { ready: !this.shutdownFlag && n > 0, schedulable_workers: n, workers: this.listWorkers() };
+  }
+
+  /** Apply a full worker record: partition move, reasons, partition creation, rank diff, listeners. */
+  private reconcileWorker(req: WorkerRequest): WorkerEntry {
+    const key = partitionKeyOf(req.model_name, req.routing_group);
+    const prev = this.workers.get(req.worker_id);
+    const entry: WorkerEntry = { req, lifecycle: 'incomplete', reasons: [], partitionKey: null };
+    const oldRanks = prev && prev.partitionKey === key ? new Set(ranksOf(prev.req)) : null;
+    if (prev && prev.partitionKey !== null && prev.partitionKey !== key) this.detach(prev);
+
+    const reasons = metadataReasons(req, { queueing: this.queueing, kvEvents: this.config.useKvEvents });
+    let part: Partition | null = null;
+    if (reasons.length === 0) {
+      try {
+        part = this.ensurePartition(req.model_name, req.routing_group, req.block_size as number, req.is_eagle ?? false);
+      } catch (err) {
+        reasons.push(`reconciliation failed: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+    if (part && this.feed && this.config.useKvEvents) {
+      try {
+        this.feed.reconcile(part, req.worker_id, eventEndpoints(req), req.replay_endpoint ?? null);
+      } catch (err) {
+        reasons.push(`reconciliation failed: ${err instanceof Error ? err.message : String(err)}`);
+        part = null;
+      }
+    }
+    entry.reasons = reasons;
+    if (!part || reasons.length > 0) {
+      if (prev && prev.partitionKey !== null) this.detach(prev);
+      this.workers.set(req.worker_id, entry);
+      return entry;
+    }
+    // same partition: keep bookings on ranks present in both snapshots
+    const newRanks = new Set(ranksOf(req));
+    if (oldRanks) {
+      for (const r of oldRanks) if (!newRanks.has(r)) this.dropRank(part, req.worker_id, r);
+    }
+    for (const r of newRanks) part.loads.addRank(req.worker_id, r);
+    entry.lifecycle = 'schedulable';
+    entry.partitionKey = key;
+    part.workers.set(req.worker_id, entry);
+    this.workers.set(req.worker_id, entry);
+    this.drain(part);
+    return entry;
+  }
+
+  /** Remove a worker from its partition: listeners, blocks, bookings, reservation rows. */
+  private detach(e: WorkerEntry): void {
+    if (e.partitionKey === null) return;
+    const part = this.partitions.get(e.partitionKey);
+    e.partitionKey = null;
+    if (!part) return;
+    part.workers.delete(e.req.worker_id);
+    if (this.feed && this.config.useKvEvents) this.feed.detach(e.req.worker_id);
+    for (const r of part.loads.ranks()) if (r.workerId === e.req.worker_id) this.dropRank(part, r.workerId, r.dpRank);
+    part.index.removeWorker(e.req.worker_id);
+    this.drain(part);
+  }
+
+  private dropRank(part: Partition, workerId: bigint, dpRank: number): void {
+    for (const id of part.loads.removeRank(workerId, dpRank)) this.reservations.remove(id);
+    for (const id of this.reservations.idsOfWorker(workerId, dpRank)) {
+      const row = this.reservations.lookup(id);
+      if (row && row.partitionKey === part.key) this.reservations.remove(id);
+    }
+    if (!this.feed || !this.config.useKvEvents) part.index.removeRank(workerId, dpRank);
+    part.approx?.removeRank(workerId, dpRank);
+    part.predicted?.removeRank(workerId, dpRank);
+  }
+
+  // ---- readiness helpers ------------------------------------------------------------------
+
+  /** The partition of a request, or the spec's 503. */
+  private readyPartition(model: string, group: string): Partition {
+    const part = this.partitions.get(partitionKeyOf(model, group));
+    if (part && part.schedulableCount() > 0) return part;
+    for (const e of this.workers.values()) if (e.lifecycle === 'schedulable') throw noSchedulableWorkersFor(model, group);
+    throw noSchedulableWorkers();
+  }
+
+  // ---- selection (api §2.7, §2.8; algorithms §5) ---------------------------------------------
+
+  async select(input: unknown, opts: SelectOptions = {}): Promise<SelectResponse> {
+    this.live();
+    const req = parse(SelectRequestSchema, input);
+    checkPromptFields(req);
+    const part = this.readyPartition(req.model_name, req.routing_group);
+    const eff = applyOverride(this.config, req.router_config_override);
+    const prompt = this.normalizer.normalize(req, part, eff.assumeKvReuse);
+    const finish = (choice: Choice): SelectResponse => {
+      if (req.selection_id !== undefined) {
+        this.pending.insert(req.model_name, req.routing_group, req.selection_id, {
+          workerId: choice.entry.req.worker_id, dpRank: choice.dpRank,
+          sequenceHashes: prompt.seq, blockHashes: prompt.locals,
+          islTokens: prompt.isl, effectivePrefillTokens: choice.effectivePrefillTokens,
+          expectedOutputTokens: req.expected_output_tokens, trackPrefillTokens: eff.trackPrefillTokens,
+          loraName: req.lora_name, sessionId: req.session_context?.session_id ?? req.session_id,
+        });
+      }
+      const res = this.response(choice, req.selection_id);
+      if (req.advisory) {
+        const w = choice.entry.req;
+        const cap = w.max_num_batched_tokens ?? null;
+        res.worker_load = { active_prefill_tokens: choice.activePrefillTokens, prefill_token_capacity: cap };
+        if (w.total_kv_blocks !== undefined) res.worker_load.total_kv_blocks = w.total_kv_blocks;
+        const t = this.config.conditionalDisaggPrefillBusyThreshold;
+        if (t !== null && cap !== null) res.worker_load.prefill_busy = choice.activePrefillTokens > t * cap;
+      }
+      return res;
+    };
+    if (req.advisory) return finish(this.schedule(part, req, prompt, eff));
+    return this.admit(part, req, prompt, eff, opts, (cache) => finish(this.schedule(part, req, prompt, eff, cache)), () => {});
+  }
+
+  async selectAndReserve(input: unknown, opts: SelectOptions = {}): Promise<SelectResponse> {
+    this.live();
+    const req: SelectAndReserveRequest = parse(SelectAndReserveRequestSchema, input);
+    checkPromptFields(req);
+    const part = this.readyPartition(req.model_name, req.routing_group);
+    const eff = applyOverride(this.config, req.router_config_override);
+    const prompt = this.normalizer.normalize(req, part, eff.assumeKvReuse);
+    const id = req.selection_id ?? this.uuid();
+    const claim = this.reservations.claim(id, part.key);
+    const run = (cache?: Map<string, RankCache>): SelectResponse => {
+      try {
+        const choice = this.schedule(part, req, prompt, eff, cache);
+        this.book(choice, id, eff.trackPrefillTokens, choice.effectivePrefillTokens, req.expected_output_tokens, req.lora_name);
+        this.reservations.commit(claim, choice.entry.req.worker_id, choice.dpRank);
+        const res = this.response(choice, id);
+        res.sequence_hashes = Array.from(prompt.seq, (h) => BigInt.asIntN(64, h));
+        res.isl_tokens = prompt.isl;
+        res.track_prefill_tokens = eff.trackPrefillTokens;
+        const hint = this.kvHint(choice, id);
+        if (hint) res.kv_hint = hint;
+        return res;
+      } catch (err) {
+        this.reservations.release(claim);
+        throw err;
+      }
+    };
+    return this.admit(part, req, prompt, eff, opts, run, () => this.reservations.release(claim));
+  }
+
+  /**
+   * Admission (algorithms §7): with queueing on for the request's class, a request waits when the
+   * class has a backlog or every eligible rank is busy; otherwise it runs at once. A waiter runs
+   * when a dequeue finds its eligible ranks not all busy; its cached overlap is reused unless it
+   * waited longer than `DYN_ROUTER_OVERLAP_REFRESH_AFTER_SECS` (then it is re-queried). A queue
+   * limit rejects with 429 and `details`. `onDrop` undoes the caller's claim when the waiter is
+   * dropped without running (abort, shutdown).
+   */
+  private admit<R>(part: Partition, req: SelectAndReserveRequest, prompt: NormalizedPrompt, eff: EffectiveRouterValues,
+    opts: SelectOptions, run: (cache?: Map<string, RankCache>) => R, onDrop: () => void): Promise<R> {
+    if (!this.queueing) return Promise.resolve().then(() => run());
+    const cache = this.overlapCache(part, prompt, eff);
+    const infos = this.rankInfos(part, prompt, eff, cache);
+    const kept = this.eligibleOf(infos, req);
+    let best = 0;
+    for (const c of kept) best = Math.max(best, c.cachedTokens);
+    const uncached = Math.max(prompt.isl - best, 0);
+    const cls = part.queue.profile.resolve(opts.policyClass, uncached);
+    const cfg = part.queue.classConfig(cls);
+    if (!classQueues(cfg) || (!part.queue.hasBacklog(cls) && !this.poolBusy(cfg, kept))) {
+      return Promise.resolve().then(() => run(cache));
+    }
+    const rej = part.queue.rejection(cls, part.schedulableCount());
+    if (rej) {
+      onDrop();
+      return Promise.reject(queueRejected(rej));
+    }
+    const enqueuedAt = this.clock.now();
+    return new Promise<R>((resolve, reject) => {
+      const onAbort = (): void => {
+        if (part.queue.remove(waiter)) waiter.fail(new SelectionError('SEL_INTERNAL', 'request cancelled by the client'));
+      };
+      const waiter: Waiter = {
+        canRun: () => this.poolBusy(cfg, this.eligibleOf(this.rankInfos(part, prompt, eff, cache), req)) === false,
+        run: () => {
+          opts.signal?.removeEventListener('abort', onAbort);
+          const refresh = this.config.overlapRefreshAfterSecs;
+          const stale = refresh > 0 && this.clock.now() - enqueuedAt > refresh * MS;
+          if (this.eligibleOf(this.rankInfos(part, prompt, eff, cache), req).length === 0) {
+            const pin = req.pinned_worker ?? req.affinity_target;
+            onDrop();
+            reject(noLongerSchedulable(pin?.worker_id ?? 0n, pin?.dp_rank ?? 0, part.modelName, part.routingGroup));
+            return;
+          }
+          try {
+            resolve(run(stale ? undefined : cache));
+          } catch (err) {
+            reject(err);
+          }
+        },
+        fail: (err) => { opts.signal?.removeEventListener('abort', onAbort); onDrop(); reject(err); },
+      };
+      part.queue.enqueue(cls, {
+        strictPriority: req.strict_priority ?? 0, priorityJump: req.priority_jump ?? 0,
+        schedulingCostTokens: Math.max(uncached, 1), islTokens: prompt.isl, cachedTokens: best, payload: waiter,
+      });
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  private poolBusy(cfg: PolicyClassConfig, kept: readonly Candidate[]): boolean {
+    let busy = 0;
+    for (const c of kept) if (rankIsBusy(cfg, c.activePrefillTokens, c.maxNumBatchedTokens)) busy++;
+    return poolIsBusy(cfg, busy, kept.length);
+  }
+
+  /** Admit waiters of a partition while their heads can run (after load drops, worker changes, rechecks). */
+  private drain(part: Partition): void {
+    if (!this.queueing) return;
+    for (;;) {
+      const next = part.queue.pop((w) => w.canRun());
+      if (!next) return;
+      next.payload.run();
+    }
+  }
+
+  private eligibleOf(infos: readonly RankInfo[], req: SelectAndReserveRequest): Candidate[] {
+    return eligible(infos.map((i) => i.cand), {
+      allowedWorkerIds: req.allowed_worker_ids,
+      requiredTaints: req.routing_constraints.required_taints,
+      pinned: req.pinned_worker ? { workerId: req.pinned_worker.worker_id, dpRank: req.pinned_worker.dp_rank } : undefined,
+      affinityTarget: req.affinity_target ? { workerId: req.affinity_target.worker_id, dpRank: req.affinity_target.dp_rank } : undefined,
+    });
+  }
+
+  /** Scheduling of one request: candidates, filters, cost or policy, pick. Books nothing. */
+  private schedule(part: Partition, req: SelectAndReserveRequest, prompt: NormalizedPrompt, eff: EffectiveRouterValues,
+    cache?: Map<string, RankCache>): Choice {
+    const infos = this.rankInfos(part, prompt, eff, cache);
+    const kept = this.eligibleOf(infos, req);
+    if (kept.length === 0) throw noEndpoints();
+    let pick: number;
+    if (part.policy) {
+      const views = kept.map((c) => candidateView(c));
+      pick = runPolicy(part.policy, this.policyContext(part, req, prompt, eff), views, this.rng);
+    } else {
+      const costs = defaultCosts(kept, {
+        blockSize: part.blockSize, islTokens: prompt.isl, trackPrefillTokens: eff.trackPrefillTokens,
+        overlapScoreCredit: eff.overlapScoreCredit, overlapScoreCreditDecay: this.config.overlapScoreCreditDecay,
+        prefillLoadScale: eff.prefillLoadScale, decodeActiveRequestWeight: this.config.decodeActiveRequestWeight,
+        hostCacheHitWeight: this.config.hostCacheHitWeight, diskCacheHitWeight: this.config.diskCacheHitWeight,
+        sharedCacheMultiplier: eff.sharedCacheMultiplier, preferredTaints: req.routing_constraints.preferred_taints,
+      });
+      pick = pickByCost(costs, kept.length, eff.routerTemperature, this.rng);
+    }
+    const c = kept[pick];
+    const entry = part.workers.get(c.workerId) as WorkerEntry;
+    // overlap summary over the chosen worker's ranks (api §2.7)
+    const dp: Record<string, number> = {};
+    let gpu = 0, cpu = 0, disk = 0;
+    for (const i of infos) {
+      if (i.cand.workerId !== c.workerId) continue;
+      const d = i.cand.deviceBlocks, h = d + i.cand.hostExtBlocks, k = h + i.cand.diskExtBlocks;
+      dp[String(i.cand.dpRank)] = d * part.blockSize;
+      gpu = Math.max(gpu, d); cpu = Math.max(cpu, h); disk = Math.max(disk, k);
+    }
+    const bs = part.blockSize;
+    const overlap: OverlapSummary = { longest_matched: Math.max(gpu, cpu, disk) * bs, gpu: gpu * bs, dp, cpu: cpu * bs, disk: disk * bs };
+    const untracked = Math.max(0, Math.ceil(prompt.isl / bs) - prompt.nBlocks);
+    return {
+      part, entry, dpRank: c.dpRank, prompt, eff, overlap, cachedTokens: c.cachedTokens,
+      effectivePrefillTokens: prompt.isl - Math.min(c.cachedTokens, prompt.isl),
+      potentialDecodeBlocks: c.potentialDecodeBlocks + untracked,
+      activePrefillTokens: c.activePrefillTokens,
+    };
+  }
+
+  /** The index's tiered overlap of a prompt per rank (`"worker:rank"` keys). */
+  private overlapCache(part: Partition, prompt: NormalizedPrompt, eff: EffectiveRouterValues): Map<string, RankCache> {
+    const byRank = new Map<string, RankCache>();
+    if (prompt.locals && prompt.locals.length > 0) {
+      const w = {
+        overlapScoreCredit: eff.overlapScoreCredit, hostCacheHitWeight: this.config.hostCacheHitWeight,
+        diskCacheHitWeight: this.config.diskCacheHitWeight,
+      };
+      let rows = part.index.match(prompt.locals, prompt.isl, w);
+      if (part.predicted) {
+        rows = mergeOverlapMax(rows, part.predicted.index.match(prompt.locals, prompt.isl, w));
+      }
+      for (const o of rows) byRank.set(`${o.workerId}:${o.dpRank}`, o);
+    }
+    return byRank;
+  }
+
+  /** Candidate rows of every schedulable rank: tiered overlap + load projection. */
+  private rankInfos(part: Partition, prompt: NormalizedPrompt, eff: EffectiveRouterValues, cache?: Map<string, RankCache>): RankInfo[] {
+    const ranks = part.schedulableRanks();
+    const byRank = cache ?? this.overlapCache(part, prompt, eff);
+    const out: RankInfo[] = new Array(ranks.length);
+    for (let i = 0; i < ranks.length; i++) {
+      const { entry, dpRank } = ranks[i];
+      const w = entry.req.worker_id;
+      const o = byRank.get(`${w}:${dpRank}`);
+      const load = part.loads.rankLoad(w, dpRank);
+      const depth = prompt.nBlocks > 0 ? part.loads.overlapDepth(w, dpRank, prompt.seqWords, prompt.nBlocks) : 0;
+      out[i] = {
+        entry,
+        cand: {
+          workerId: w, dpRank, taints: entry.req.taints,
+          deviceBlocks: o?.device ?? 0, hostExtBlocks: o?.hostExt ?? 0, diskExtBlocks: (o?.diskExt ?? 0) + (o?.externalExt ?? 0),
+          sharedBeyondDeviceBlocks: 0, cachedTokens: o?.cachedTokens ?? 0,
+          hasLoad: true, activePrefillTokens: load.activePrefillTokens,
+          potentialDecodeBlocks: load.activeDecodeBlocks + Math.max(0, prompt.nBlocks - depth),
+          activeRequests: load.activeRequests,
+          totalKvBlocks: entry.req.total_kv_blocks ?? null, maxNumBatchedTokens: entry.req.max_num_batched_tokens ?? null,
+        },
+      };
+    }
+    return out;
+  }
+
+  private policyContext(part: Partition, req: SelectAndReserveRequest, prompt: NormalizedPrompt, eff: EffectiveRouterValues): WorkerSelectionContext {
+    return selectionContext({
+      promptTokens: prompt.isl, blockSize: part.blockSize, tracksPrefillTokens: eff.trackPrefillTokens,
+      modelName: part.modelName, routingGroup: part.routingGroup,
+      sessionContext: req.session_context, sessionId: req.session_id,
+      affinityTarget: req.affinity_target ? { workerId: req.affinity_target.worker_id, dpRank: req.affinity_target.dp_rank } : undefined,
+      expectedOutputTokens: req.expected_output_tokens, priorityJump: req.priority_jump, strictPriority: req.strict_priority,
+      routerOverride: req.router_config_override ?? {}, preferredTaints: req.routing_constraints.preferred_taints,
+    });
+  }
+
+  private response(c: Choice, selectionId: string | undefined): SelectResponse {
+    const w = c.entry.req;
+    const res: SelectResponse = {
+      model_name: c.part.modelName, routing_group: c.part.routingGroup,
+      worker_id: w.worker_id, dp_rank: c.dpRank, endpoint: w.endpoint ?? '', block_size: c.part.blockSize,
+      overlap: c.overlap, effective_prefill_tokens: c.effectivePrefillTokens, potential_decode_blocks: c.potentialDecodeBlocks,
+    };
+    if (selectionId !== undefined) res.selection_id = selectionId;
+    const t = this.config.conditionalDisaggDecodeBusyThreshold;
+    if (t !== null && w.total_kv_blocks !== undefined) res.decode_busy = c.potentialDecodeBlocks > t * w.total_kv_blocks;
+    // keep selection_id first in the JSON, as Dynamo's struct order does
+    return selectionId === undefined ? res : { selection_id: selectionId, ...res };
+  }
+
+  /** Book a choice under `id` (the claim is the caller's). */
+  private book(c: Choice, id: string, track: boolean, prefillTokens: number, expectedOutputTokens: number | undefined, loraName: string | undefined): void {
+    const w = c.entry.req.worker_id;
+    const ok = c.part.loads.book(id, w, c.dpRank, {
+      seq: c.prompt.seqWords, nBlocks: c.prompt.nBlocks, trackPrefillTokens: track, prefillTokens,
+      expectedOutputTokens, islTokens: c.prompt.isl, loraName,
+    });
+    if (!ok) throw new SelectionError('SEL_SEQUENCE_DUPLICATE_REQUEST', `request ${id} is already booked`);
+    // approximate / predicted indexing records bookings with routing hashes (never hash-only ones)
+    const locals = c.prompt.locals;
+    if (locals && locals.length > 0) c.part.recorder()?.record(w, c.dpRank, locals);
+    this.hooks.onLifecycle?.({
+      modelName: c.part.modelName, routingGroup: c.part.routingGroup, blockSize: c.part.blockSize, requestId: id,
+      workerId: w, dpRank: c.dpRank, loraName, kind: 'add', seq: c.prompt.seq, trackPrefillTokens: track,
+      expectedOutputTokens, prefillTokens: track ? prefillTokens : 0,
+    });
+  }
+
+  /** kv_hint of a booking (api §9): only with the local event-driven primary and hint-capable workers. */
+  private kvHint(c: Choice, id: string): KvHint | undefined {
+    if (!this.config.useKvEvents || this.config.routerPredictedTtlSecs !== null || this.config.useRemoteIndexer) return undefined;
+    if (!c.prompt.locals || c.prompt.locals.length === 0 || !hintCapable(c.part.workers.values())) return undefined;
+    const depth = Number(c.overlap.dp[String(c.dpRank)] ?? 0) / c.part.blockSize;
+    return buildKvHint(c.part.index, c.part.workers.values(), { workerId: c.entry.req.worker_id, dpRank: c.dpRank },
+      c.entry.req.router_hint_worker_type, depth, c.prompt.locals, id);
+  }
+
+  private uuid(): string {
+    const a = this.rng.u64(), b = this.rng.u64();
+    const hex = ((a << 64n) | b).toString(16).padStart(32, '0').split('');
+    hex[12] = '4';
+    hex[16] = '89ab'[parseInt(hex[16], 16) & 3];
+    const s = hex.join('');
+    return `${s.slice(0, 8)}-${s.slice(8, 12)}-${s.slice(12, 16)}-${s.slice(16, 20)}-${s.slice(20)}`;
+  }
+
+  // ---- reservations (api §2.9-§2.12, §5) ---------------------------------------------------
+
+  async createReservation(input: unknown): Promise<ReservationResponse> {
+    this.live();
+    const req = parse(ReservationRequestSchema, input);
+    const { model_name: model, routing_group: group, selection_id: id } = req;
+    if (req.worker_id === undefined) return this.replayReservation(model, group, id);
+
+    // explicit form: the cached selection is discarded first
+    this.pending.discard(model, group, id);
+    checkPromptFields(req, false);
+    const part = this.readyPartition(model, group);
+    const eff = applyOverride(this.config, req.router_config_override);
+    const prompt = this.normalizer.normalize(req, part, eff.assumeKvReuse);
+    if (req.effective_prefill_tokens !== undefined && req.effective_prefill_tokens > prompt.isl) {
+      throw effectivePrefillExceedsIsl(req.effective_prefill_tokens, prompt.isl);
+    }
+    const dpRank = req.dp_rank ?? 0;
+    const entry = part.isSchedulable(req.worker_id, dpRank);
+    if (!entry) throw schedulableWorkerNotFound(req.worker_id, model, group);
+    const track = req.track_prefill_tokens ?? (req.effective_prefill_tokens !== undefined ? true : eff.trackPrefillTokens);
+    const claim = this.reservations.claim(id, part.key);
+    try {
+      let effective = req.effective_prefill_tokens;
+      if (effective === undefined) {
+        const info = prompt.locals && prompt.locals.length > 0
+          ? this.rankInfos(part, prompt, eff).find((i) => i.cand.workerId === req.worker_id && i.cand.dpRank === dpRank) : undefined;
+        effective = prompt.isl - Math.min(info?.cand.cachedTokens ?? 0, prompt.isl);
+      }
+      const choice = this.fixedChoice(part, entry, dpRank, prompt, eff);
+      this.book(choice, id, track, effective, req.expected_output_tokens, req.lora_name);
+      this.reservations.commit(claim, req.worker_id, dpRank);
+    } catch (err) {
+      this.reservations.release(claim);
+      throw err;
+    }
+    return { selection_id: id, model_name: model, routing_group: group, worker_id: req.worker_id, dp_rank: dpRank, endpoint: entry.req.endpoint ?? '' };
+  }
+
+  /** Replay form (api §5.2): book only the cached inputs; failures keep the entry. */
+  private replayReservation(model: string, group: string, id: string): ReservationResponse {
+    const hit = this.pending.peek(model, group, id);
+    if (!hit) throw pendingNotFound(id, model, group);
+    const v = hit.value;
+    const part = this.readyPartition(model, group);
+    const entry = part.isSchedulable(v.workerId, v.dpRank);
+    if (!entry) throw schedulableWorkerNotFound(v.workerId, model, group, v.dpRank);
+    const claim = this.reservations.claim(id, part.key);
+    try {
+      const seq = v.sequenceHashes;
+      const prompt: NormalizedPrompt = {
+        isl: v.islTokens, nBlocks: seq.length, locals: v.blockHashes, seq,
+        seqWords: new Uint32Array(seq.buffer, seq.byteOffset, seq.length * 2), loraName: v.loraName, fromHashes: true,
+      };
+      const eff = applyOverride(this.config, null);
+      const choice = this.fixedChoice(part, entry, v.dpRank, prompt, eff);
+      this.book(choice, id, v.trackPrefillTokens, v.effectivePrefillTokens, v.expectedOutputTokens, v.loraName);
+      this.reservations.commit(claim, v.workerId, v.dpRank);
+    } catch (err) {
+      this.reservations.release(claim);
+      throw err;
+    }
+    this.pending.removeIfGeneration(model, group, id, hit.generation);
+    return { selection_id: id, model_name: model, routing_group: group, worker_id: v.workerId, dp_rank: v.dpRank, endpoint: entry.req.endpoint ?? '' };
+  }
+
+  /** A Choice for a fixed worker rank (explicit and replayed bookings). */
+  private fixedChoice(part: Partition, entry: WorkerEntry, dpRank: number, prompt: NormalizedPrompt, eff: EffectiveRouterValues): Choice {
+    return {
+      part, entry, dpRank, prompt, eff, overlap: { longest_matched: 0, gpu: 0, dp: {}, cpu: 0, disk: 0 },
+      cachedTokens: 0, effectivePrefillTokens: 0, potentialDecodeBlocks: 0, activePrefillTokens: 0,
+    };
+  }
+
+  /** The live booking of a reservation id, or 404. */
+  private booking(id: string): { part: Partition; workerId: bigint; dpRank: number } {
+    const row = this.reservations.lookup(id);
+    const part = row ? this.partitions.get(row.partitionKey) : undefined;
+    if (!row || !part || !part.loads.has(id)) throw reservationNotFound(id);
+    return { part, workerId: row.workerId, dpRank: row.dpRank };
+  }
+
+  prefillComplete(reservationId: string): StatusOk {
+    this.live();
+    const b = this.booking(reservationId);
+    b.part.loads.prefillComplete(reservationId);
+    this.hooks.onLifecycle?.({
+      modelName: b.part.modelName, routingGroup: b.part.routingGroup, blockSize: b.part.blockSize,
+      requestId: reservationId, workerId: b.workerId, dpRank: b.dpRank, kind: 'prefill_complete',
+    });
+    this.drain(b.part);
+    return { status: 'ok' };
+  }
+
+  addOutputBlock(reservationId: string, body: unknown): StatusOk {
+    this.live();
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      throw new SelectionError('SEL_UNPROCESSABLE', 'Failed to deserialize the JSON body into the target type: expected a JSON object');
+    }
+    const req = parse(OutputBlockRequestSchema, body);
+    const f = req.decay_fraction;
+    if (f !== undefined && !(f >= 0 && f <= 1)) throw decayFractionOutOfRange();
+    const b = this.booking(reservationId);
+    b.part.loads.addOutputBlock(reservationId, f);
+    return { status: 'ok' };
+  }
+
+  freeReservation(reservationId: string): StatusOk {
+    this.live();
+    const b = this.booking(reservationId);
+    b.part.loads.free(reservationId);
+    this.reservations.remove(reservationId);
+    this.hooks.onLifecycle?.({
+      modelName: b.part.modelName, routingGroup: b.part.routingGroup, blockSize: b.part.blockSize,
+      requestId: reservationId, workerId: b.workerId, dpRank: b.dpRank, kind: 'free',
+    });
+    this.drain(b.part);
+    return { status: 'ok' };
+  }
+
+  // ---- replica sync (api §6) ---------------------------------------------------------------
+
+  /**
+   * Applies a lifecycle event from a replica peer. Dropped (false): unknown partition, block-size
+   * mismatch, a worker rank not registered (schedulable) here, an id claimed in flight here or
+   * booked in another partition. A peer admission replaces a stale row of the same partition;
+   * mirrored bookings are indexed, so lifecycle calls here resolve them. Nothing is re-published.
+   */
+  applyReplicaEvent(e: ReplicaLifecycle): boolean {
+    const part = this.partitions.get(partitionKeyOf(e.modelName, e.routingGroup));
+    if (!part || part.blockSize !== e.blockSize) return false;
+    const id = e.requestId;
+    if (e.kind === 'add') {
+      if (!part.isSchedulable(e.workerId, e.dpRank)) return false;
+      const st = this.reservations.state(id);
+      if (st && (st.kind === 'claim' || st.partitionKey !== part.key)) return false;
+      if (part.loads.has(id)) part.loads.free(id);
+      const seq = BigUint64Array.from(e.seq ?? []);
+      const ok = part.loads.book(id, e.workerId, e.dpRank, {
+        seq: new Uint32Array(seq.buffer, seq.byteOffset, seq.length * 2), nBlocks: seq.length,
+        trackPrefillTokens: e.trackPrefillTokens, prefillTokens: e.prefillTokens,
+        expectedOutputTokens: e.expectedOutputTokens, islTokens: 0, loraName: e.loraName,
+      });
+      if (ok) this.reservations.mirror(id, part.key, e.workerId, e.dpRank);
+      return ok;
+    }
+    const row = this.reservations.lookup(id);
+    if (!row || row.partitionKey !== part.key || !part.loads.has(id)) return false;
+    if (e.kind === 'prefill_complete') part.loads.prefillComplete(id);
+    else {
+      part.loads.free(id);
+      this.reservations.remove(id);
+    }
+    this.drain(part);
+    return true;
+  }
+
+  // ---- inspection (api §2.13-§2.16) --------------------------------------------------------
+
+  loads(filter: FilterQuery | unknown = {}): ModelLoadResponse[] {
+    this.maintain();
+    const f = parse(FilterQuerySchema, filter);
+    const parts = [...this.partitions.values()]
+      .filter((p) => (f.model_name === undefined || p.modelName === f.model_name) && (f.routing_group === undefined || p.routingGroup === f.routing_group))
+      .sort((a, b) => (a.modelName !== b.modelName ? (a.modelName < b.modelName ? -1 : 1) : a.routingGroup < b.routingGroup ? -1 : a.routingGroup > b.routingGroup ? 1 : 0));
+    return parts.map((p) => ({
+      model_name: p.modelName, routing_group: p.routingGroup,
+      loads: p.schedulableRanks().map(({ entry, dpRank }): PotentialLoad => {
+        const l = p.loads.rankLoad(entry.req.worker_id, dpRank);
+        return {
+          worker_id: entry.req.worker_id, dp_rank: dpRank, potential_prefill_tokens: l.activePrefillTokens,
+          potential_decode_blocks: l.activeDecodeBlocks, active_requests: l.activeRequests,
+        };
+      }),
+      pending_count: p.queue.pending().count, pending_isl_tokens: p.queue.pending().islTokens,
+    }));
+  }
+
+  potentialLoads(input: unknown): PotentialLoad[] {
+    this.live();
+    const { part, prompt, eff } = this.promptQuery(input);
+    const bs = part.blockSize;
+    const untracked = Math.max(0, Math.ceil(prompt.isl / bs) - prompt.nBlocks);
+    return this.rankInfos(part, prompt, eff).map(({ cand: c }) => ({
+      worker_id: c.workerId, dp_rank: c.dpRank,
+      potential_prefill_tokens: c.activePrefillTokens + (eff.trackPrefillTokens ? prompt.isl - Math.min(c.cachedTokens, prompt.isl) : 0),
+      potential_decode_blocks: c.potentialDecodeBlocks + untracked,
+      active_requests: c.activeRequests,
+    }));
+  }
+
+  overlapScores(input: unknown): OverlapScoresResponse {
+    this.live();
+    const { part, prompt, eff } = this.promptQuery(input);
+    const ranks = part.schedulableRanks().map(({ entry, dpRank }) => ({ workerId: entry.req.worker_id, dpRank }));
+    const rows = part.index.overlapRows(prompt.locals ?? [], ranks, {
+      overlapScoreCredit: eff.overlapScoreCredit, hostCacheHitWeight: this.config.hostCacheHitWeight,
+      diskCacheHitWeight: this.config.diskCacheHitWeight, sharedCacheMultiplier: eff.sharedCacheMultiplier,
+    });
+    return {
+      block_size: part.blockSize, num_blocks: prompt.nBlocks, workers: rows,
+      shared_cache: { enabled: false, total_hit_blocks: 0, ranges: [], error: null },
+    };
+  }
+
+  private promptQuery(input: unknown): { part: Partition; prompt: NormalizedPrompt; eff: EffectiveRouterValues } {
+    const req = parse(PromptQuerySchema, input);
+    checkPromptFields(req as PromptFields);
+    const part = this.readyPartition(req.model_name, req.routing_group);
+    const eff = applyOverride(this.config, req.router_config_override);
+    return { part, prompt: this.normalizer.normalize(req, part, eff.assumeKvReuse), eff };
+  }
+
+  dump(): DumpResponse {
+    const out: DumpResponse = {};
+    const parts = [...this.partitions.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    for (const p of parts) {
+      try {
+        out[`${p.modelName}:${p.routingGroup}`] = { block_size: p.blockSize, events: p.index.dumpEvents() };
+      } catch (err) {
+        out[`${p.modelName}:${p.routingGroup}`] = { error: err instanceof Error ? err.message : String(err) };
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Load a dump (api §7.2): each `"model:group"` key split at the first ':' gets its partition
+   * (created with the dump's block size when new) and its events applied. Returns events applied.
+   */
+  loadDump(dump: Readonly<Record<string, { block_size: number; events: readonly RouterEvent[] }>>): number {
+    let n = 0;
+    for (const [key, v] of Object.entries(dump)) {
+      const at = key.indexOf(':');
+      if (at < 0) throw new Error(`malformed dump key "${key}"`);
+      const part = this.ensurePartitionForDump(key.slice(0, at), key.slice(at + 1), v.block_size);
+      n += part.index.loadEvents(v.events);
+    }
+    return n;
+  }
+
+  private ensurePartitionForDump(model: string, group: string, blockSize: number): Partition {
+    const p = this.partitions.get(partitionKeyOf(model, group));
+    return p ?? this.ensurePartition(model, group, blockSize, false);
+  }
+
+  /** Schedulable worker ids sorted (for tests and the simulator). */
+  schedulableWorkerIds(): bigint[] {
+    return [...this.workers.values()].filter((e) => e.lifecycle === 'schedulable').map((e) => e.req.worker_id).sort(cmpBig);
+  }
+}
+
+/** The accessor view of a candidate row given to custom policies (api §10). */
+function candidateView(c: Candidate): CandidateView {
+  return {
+    worker: () => ({ workerId: c.workerId, dpRank: c.dpRank, taints: c.taints }),
+    deviceOverlapBlocks: () => c.deviceBlocks,
+    hostOverlapBlocks: () => c.hostExtBlocks,
+    diskOverlapBlocks: () => c.diskExtBlocks,
+    accountingCacheEstimate: () => c.cachedTokens,
+    hasTierMatches: () => c.hostExtBlocks > 0 || c.diskExtBlocks > 0,
+    sharedHits: () => c.sharedBeyondDeviceBlocks,
+    isAvailable: () => true,
+    activePrefillTokens: () => c.activePrefillTokens,
+    decodeCostBlocks: () => c.potentialDecodeBlocks,
+    activeRequests: () => c.activeRequests,
+    totalKvBlocks: () => c.totalKvBlocks,
+  };
+}

@@ -1,0 +1,95 @@
+/**
+ * One routing partition `(model_name, routing_group)` (api §3.3): created by its first valid
+ * worker, never destroyed; its block size and eagle flag are fixed at creation. It owns the
+ * prefix index, the active loads, and the worker-selection policy instance.
+ */
+import { KvIndex } from './kv-index.js';
+import { ActiveLoads } from './loads.js';
+import { ApproxIndex } from './approx.js';
+import type { WorkerSelectionPolicy } from './policy.js';
+import type { WorkerEntry } from './catalog.js';
+import { ranksOf } from './catalog.js';
+import type { Clock, Rng } from './types.js';
+import type { AdmissionQueue } from './queue.js';
+import type { Waiter } from './core.js';
+
+export interface PartitionOptions {
+  modelName: string; routingGroup: string; blockSize: number; isEagle: boolean;
+  clock: Clock; rng: Rng; expirySecs: number; trackActiveBlocks: boolean;
+  policy: WorkerSelectionPolicy | null;
+  /** Indexing mode (api §4.3): 'events' (primary fed by KV events), 'approximate' (primary fed
+   * by bookings with TTL), or 'events+predicted' (plus a TTL side index fed by bookings). */
+  mode: 'events' | 'approximate' | 'events+predicted';
+  /** TTL of recorded bookings, seconds (router_ttl_secs, or router_predicted_ttl_secs for the side index). */
+  ttlSecs: number;
+}
+
+export class Partition {
+  readonly key: string;
+  readonly modelName: string;
+  readonly routingGroup: string;
+  readonly blockSize: number;
+  readonly isEagle: boolean;
+  readonly index: KvIndex;
+  readonly loads: ActiveLoads;
+  readonly policy: WorkerSelectionPolicy | null;
+  /** Booking recorder of the primary (approximate mode), else null. */
+  readonly approx: ApproxIndex | null;
+  /** The predicted side index (KV events + `router_predicted_ttl_secs`), else null. */
+  readonly predicted: ApproxIndex | null;
+  /** Admission queue (set by the core at creation). */
+  queue!: AdmissionQueue<Waiter>;
+  /** Schedulable workers of this partition, by id. */
+  readonly workers = new Map<bigint, WorkerEntry>();
+
+  constructor(key: string, o: PartitionOptions) {
+    this.key = key;
+    this.modelName = o.modelName;
+    this.routingGroup = o.routingGroup;
+    this.blockSize = o.blockSize;
+    this.isEagle = o.isEagle;
+    this.index = new KvIndex(o.blockSize);
+    this.loads = new ActiveLoads({ blockSize: o.blockSize, clock: o.clock, rng: o.rng, expirySecs: o.expirySecs, trackActiveBlocks: o.trackActiveBlocks });
+    this.policy = o.policy;
+    this.approx = o.mode === 'approximate' ? new ApproxIndex(this.index, { clock: o.clock, ttlSecs: o.ttlSecs }) : null;
+    this.predicted = o.mode === 'events+predicted' ? new ApproxIndex(new KvIndex(o.blockSize), { clock: o.clock, ttlSecs: o.ttlSecs }) : null;
+  }
+
+  /** The recorder that bookings feed (approximate primary or predicted side index), if any. */
+  recorder(): ApproxIndex | null { return this.approx ?? this.predicted; }
+
+  /** Schedulable (worker, rank) pairs sorted by (worker_id, dp_rank). */
+  schedulableRanks(): { entry: WorkerEntry; dpRank: number }[] {
+    const ids = [...this.workers.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    const out: { entry: WorkerEntry; dpRank: number }[] = [];
+    for (const id of ids) {
+      const e = this.workers.get(id) as WorkerEntry;
+      if (e.lifecycle !== 'schedulable') continue;
+      for (const r of ranksOf(e.req)) out.push({ entry: e, dpRank: r });
+    }
+    return out;
+  }
+
+  /** Number of schedulable workers. */
+  schedulableCount(): number {
+    let n = 0;
+    for (const e of this.workers.values()) if (e.lifecycle === 'schedulable') n++;
+    return n;
+  }
+
+  /** Whether (worker, rank) is schedulable here. */
+  isSchedulable(workerId: bigint, dpRank: number): WorkerEntry | undefined {
+    const e = this.workers.get(workerId);
+    if (!e || e.lifecycle !== 'schedulable') return undefined;
+    const s = e.req.data_parallel_start_rank ?? 0, n = e.req.data_parallel_size ?? 1;
+    return dpRank >= s && dpRank < s + n ? e : undefined;
+  }
+
+  /** Partition display for messages. */
+  label(): string { return `partition "${this.modelName}/${this.routingGroup}"`; }
+
+  destroy(): void {
+    this.index.destroy();
+    this.predicted?.index.destroy();
+  }
+}

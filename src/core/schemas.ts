@@ -1,0 +1,263 @@
+/**
+ * Wire schemas (zod) of every request body of the selection API (api §2, §3), shared by the
+ * core (embedded callers are validated too), the HTTP layer (422 on a schema failure) and the
+ * OpenAPI document. Inputs are the values of the u64-exact JSON parser: integers beyond 2^53
+ * arrive as `bigint`, smaller ones as `number`; both are accepted wherever an integer is.
+ *
+ * Conventions (serde parity, api §1 / §2.2): unknown keys are ignored; JSON `null` means absent;
+ * u64 ids become `bigint`; i64 hash arrays are bit-cast to u64 `bigint`.
+ * Isomorphic: no `node:` imports.
+ */
+import { z } from 'zod';
+import { RouterConfigOverrideSchema } from './config.js';
+
+const U64_MAX = (1n << 64n) - 1n;
+const I64_MIN = -(1n << 63n);
+const I64_MAX = (1n << 63n) - 1n;
+const U32_MAX = 0xffffffff;
+
+const show = (v: unknown): string => (typeof v === 'bigint' ? v.toString() : JSON.stringify(v) ?? String(v));
+
+/** u64 from a number or bigint integer, as bigint. */
+export const u64 = () =>
+  z.custom<bigint | number>((v) => (typeof v === 'bigint' ? v >= 0n && v <= U64_MAX : Number.isSafeInteger(v) && (v as number) >= 0),
+    { error: (i) => `expected an unsigned 64-bit integer (got ${show(i.input)})` })
+    .transform((v) => BigInt(v));
+
+/** u32 as number. */
+export const u32 = () =>
+  z.custom<number>((v) => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= U32_MAX,
+    { error: (i) => `expected an unsigned 32-bit integer (got ${show(i.input)})` });
+
+/** A non-negative integer that fits a JS number exactly (usize / u64 counts). */
+export const count = () =>
+  z.custom<number>((v) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0,
+    { error: (i) => `expected a non-negative integer (got ${show(i.input)})` });
+
+/** Finite f64. */
+const f64 = () => z.custom<number>((v) => typeof v === 'number' && Number.isFinite(v), { error: (i) => `expected a number (got ${show(i.input)})` });
+
+/** `Option<T>` with serde semantics: absent or null -> undefined. */
+const opt = <T extends z.ZodType>(s: T) =>
+  s.nullish().transform((v) => (v == null ? undefined : v)) as unknown as z.ZodOptional<z.ZodType<z.output<T>, z.input<T> | null>>;
+
+/**
+ * An i64 hash array bit-cast to u64 (api §1). One pass over the array (no per-element zod
+ * schema: bodies carry thousands of hashes).
+ */
+export const i64HashArray = () =>
+  z.custom<unknown[]>((v) => Array.isArray(v), { error: () => 'expected an array of 64-bit integers' })
+    .transform((arr, ctx): bigint[] => {
+      const out = new Array<bigint>(arr.length);
+      for (let i = 0; i < arr.length; i++) {
+        const x = arr[i];
+        let b: bigint;
+        if (typeof x === 'number' && Number.isSafeInteger(x)) b = BigInt(x);
+        else if (typeof x === 'bigint') b = x;
+        else { ctx.addIssue({ code: 'custom', message: `expected a 64-bit integer (got ${show(x)})`, path: [i] }); return z.NEVER; }
+        if (b < I64_MIN || b > U64_MAX) { ctx.addIssue({ code: 'custom', message: `out of the 64-bit range (got ${b})`, path: [i] }); return z.NEVER; }
+        out[i] = b < 0n ? BigInt.asUintN(64, b) : b;
+      }
+      return out;
+    });
+void I64_MAX;
+
+/** u32 token array, checked in one pass. */
+export const tokenArray = () =>
+  z.custom<unknown[]>((v) => Array.isArray(v), { error: () => 'expected an array of token ids' })
+    .transform((arr, ctx): number[] => {
+      for (let i = 0; i < arr.length; i++) {
+        const t = arr[i];
+        if (typeof t !== 'number' || !Number.isInteger(t) || t < 0 || t > U32_MAX) {
+          ctx.addIssue({ code: 'custom', message: `expected a u32 token id (got ${show(t)})`, path: [i] });
+          return z.NEVER;
+        }
+      }
+      return arr as number[];
+    });
+
+/** A map keyed by a global dp rank (decimal string) to an endpoint string. */
+const rankMap = () =>
+  z.record(z.string().regex(/^\d+$/, { error: 'keys must be dp ranks' }), z.string()).nullish()
+    .transform((m) => {
+      const out = new Map<number, string>();
+      if (m) for (const [k, v] of Object.entries(m)) {
+        const r = Number(k);
+        if (r <= U32_MAX) out.set(r, v);
+      }
+      return out;
+    });
+
+// ---- multimodal ---------------------------------------------------------------------------
+
+export const MmObjectSchema = z.object({
+  mm_hash: u64(),
+  offsets: z.array(z.tuple([count(), count()])).nullish().transform((v) => v ?? []),
+});
+/** `BlockExtraInfo` (api §2.7). */
+export const BlockExtraInfoSchema = z.object({ mm_objects: z.array(MmObjectSchema).nullish().transform((v) => v ?? []) });
+export type BlockExtraInfo = z.output<typeof BlockExtraInfoSchema>;
+const blockMmInfos = () => z.array(BlockExtraInfoSchema.nullable()).nullish().transform((v) => v ?? undefined);
+
+// ---- prompt -------------------------------------------------------------------------------
+
+/** The flattened `PromptRequest` fields (api §2.7). */
+export const promptShape = {
+  token_ids: opt(tokenArray()),
+  mm_routing_info: opt(z.object({ routing_token_ids: tokenArray(), block_mm_infos: blockMmInfos() })),
+  block_mm_infos: blockMmInfos(),
+  block_hashes: opt(i64HashArray()),
+  sequence_hashes: opt(i64HashArray()),
+  isl_tokens: opt(count()),
+  lora_name: opt(z.string()),
+  cache_salt: opt(z.string()),
+  is_eagle: opt(z.boolean()),
+};
+
+const partitionShape = {
+  model_name: z.string().nullish().transform((v) => v ?? 'default'),
+  routing_group: z.string().nullish().transform((v) => v ?? 'default'),
+};
+
+const overrideField = RouterConfigOverrideSchema.nullish().transform((v) => v ?? undefined);
+
+export const SessionContextSchema = z.object({
+  session_id: z.string(),
+  parent_session_id: opt(z.string()),
+  session_final: opt(z.boolean()),
+  input_trigger: opt(z.enum(['user_message', 'tool_result', 'other'])),
+  /** Agent headers (name -> ordered values), passed to custom policies unchanged. */
+  agent_headers: opt(z.record(z.string(), z.array(z.string()))),
+});
+export type SessionContext = z.output<typeof SessionContextSchema>;
+
+export const WorkerTargetSchema = z.object({ worker_id: u64(), dp_rank: opt(u32()) });
+export const PinnedWorkerSchema = z.object({ worker_id: u64(), dp_rank: u32() });
+
+export const RoutingConstraintsSchema = z.object({
+  required_taints: z.array(z.string()).nullish().transform((v) => v ?? []),
+  preferred_taints: z.record(z.string(), f64()).nullish().transform((v) => v ?? {}),
+}).nullish().transform((v) => v ?? { required_taints: [], preferred_taints: {} });
+
+const selectShape = {
+  ...partitionShape,
+  selection_id: opt(z.string()),
+  ...promptShape,
+  router_config_override: overrideField,
+  expected_output_tokens: opt(u32()),
+  priority_jump: opt(f64()),
+  strict_priority: opt(u32()),
+  session_id: opt(z.string()),
+  session_context: opt(SessionContextSchema),
+  affinity_target: opt(WorkerTargetSchema),
+  pinned_worker: opt(PinnedWorkerSchema),
+  allowed_worker_ids: opt(z.array(u64())),
+  routing_constraints: RoutingConstraintsSchema,
+};
+
+/** `POST /select` (api §2.7). */
+export const SelectRequestSchema = z.object({ ...selectShape, advisory: z.boolean().nullish().transform((v) => v ?? false) });
+/** `POST /select_and_reserve` (api §2.8): the select fields minus `advisory`. */
+export const SelectAndReserveRequestSchema = z.object(selectShape);
+export type SelectRequest = z.output<typeof SelectRequestSchema>;
+export type SelectAndReserveRequest = z.output<typeof SelectAndReserveRequestSchema>;
+export type SelectRequestInput = z.input<typeof SelectRequestSchema>;
+export type SelectAndReserveRequestInput = z.input<typeof SelectAndReserveRequestSchema>;
+
+/** `POST /reservations` (api §2.9). */
+export const ReservationRequestSchema = z.object({
+  ...partitionShape,
+  selection_id: z.string({ error: (i) => (i.input === undefined ? 'missing field `selection_id`' : 'selection_id must be a string') }),
+  worker_id: opt(u64()),
+  dp_rank: opt(u32()),
+  ...promptShape,
+  router_config_override: overrideField,
+  expected_output_tokens: opt(u32()),
+  effective_prefill_tokens: opt(count()),
+  track_prefill_tokens: opt(z.boolean()),
+});
+export type ReservationRequest = z.output<typeof ReservationRequestSchema>;
+export type ReservationRequestInput = z.input<typeof ReservationRequestSchema>;
+
+/** `POST /reservations/{id}/output_block` (api §2.11); range is checked by the core (400). */
+export const OutputBlockRequestSchema = z.object({ decay_fraction: opt(f64()) });
+export type OutputBlockRequest = z.output<typeof OutputBlockRequestSchema>;
+
+/** `POST /potential_loads` and `POST /overlap_scores` (api §2.14, §2.15). */
+export const PromptQuerySchema = z.object({ ...partitionShape, ...promptShape, router_config_override: overrideField });
+export type PromptQuery = z.output<typeof PromptQuerySchema>;
+export type PromptQueryInput = z.input<typeof PromptQuerySchema>;
+
+/** Replica-sync peer routes (api §2.17). */
+export const PeerRequestSchema = z.object({ endpoint: z.string() });
+
+/** Query filter of GET /workers and GET /loads. */
+export const FilterQuerySchema = z.object({ model_name: opt(z.string()), routing_group: opt(z.string()) });
+export type FilterQuery = z.output<typeof FilterQuerySchema>;
+
+// ---- workers ------------------------------------------------------------------------------
+
+const workerFields = {
+  endpoint: opt(z.string()),
+  kv_events_endpoint: opt(z.string()),
+  kv_events_endpoints: rankMap(),
+  replay_endpoint: opt(z.string()),
+  block_size: opt(u32()),
+  data_parallel_start_rank: opt(u32()),
+  data_parallel_size: opt(u32()),
+  max_num_batched_tokens: opt(count()),
+  total_kv_blocks: opt(count()),
+  stable_routing_id: opt(z.string()),
+  is_eagle: opt(z.boolean()),
+  taints: z.array(z.string()).nullish().transform((v) => v ?? []),
+  topology_domains: z.record(z.string(), z.string()).nullish().transform((v) => v ?? {}),
+  kv_transfer_domain: opt(z.string()),
+  kv_transfer_enforcement: opt(z.enum(['required', 'preferred'])),
+  kv_transfer_preferred_weight: opt(f64()),
+  router_hint_worker_type: opt(z.string()),
+  router_hint_source_control_endpoints: rankMap(),
+  kv_event_source_mode: opt(z.string()),
+};
+
+/** `POST /workers` (api §3.1): only `worker_id` is required. */
+export const WorkerRequestSchema = z.object({
+  worker_id: z.custom<unknown>((v) => v !== undefined, { error: 'missing field `worker_id`' }).pipe(u64()),
+  ...partitionShape,
+  ...workerFields,
+});
+export type WorkerRequest = z.output<typeof WorkerRequestSchema>;
+export type WorkerRequestInput = z.input<typeof WorkerRequestSchema>;
+
+/**
+ * `PATCH /workers/{id}` (api §2.2): every worker field optional; absent or null = unchanged.
+ * Map/set fields replace wholesale when present.
+ */
+export const WorkerPatchSchema = z.object(Object.fromEntries(
+  Object.keys(workerFields).map((k) => [k, z.unknown().optional()]),
+) as Record<keyof typeof workerFields, z.ZodOptional<z.ZodUnknown>>).transform((raw, ctx) => {
+  const present: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(raw)) if (v != null) present[k] = v;
+  const parsed = z.object(workerFields).partial().safeParse(present);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+    return z.NEVER;
+  }
+  // only the keys present (non-null) in the body
+  const out: Partial<Record<keyof typeof workerFields, unknown>> = {};
+  for (const k of Object.keys(present)) out[k as keyof typeof workerFields] = (parsed.data as Record<string, unknown>)[k];
+  return out as Partial<Omit<WorkerRequest, 'worker_id' | 'model_name' | 'routing_group'>>;
+});
+export type WorkerPatch = z.output<typeof WorkerPatchSchema>;
+export type WorkerPatchInput = z.input<typeof WorkerPatchSchema>;
+
+/**
+ * The first schema issue as one line naming the field, e.g.
+ * `invalid request body: selection_id: missing field \`selection_id\``.
+ */
+export function describeIssues(err: z.ZodError): string {
+  const parts = err.issues.slice(0, 3).map((i) => {
+    const path = i.path.map(String).join('.');
+    return path ? `${path}: ${i.message}` : i.message;
+  });
+  return `Failed to deserialize the JSON body into the target type: ${parts.join('; ')}`;
+}

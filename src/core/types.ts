@@ -1,0 +1,156 @@
+/**
+ * Response shapes of the selection API (api §2, §3), the injected clock and RNG, and the
+ * {@link SelectionApi} surface that SelectionCore, SelectionService and the HTTP layer share.
+ * Field names are the wire names (snake_case); u64 values are `bigint` and i64 outputs
+ * (`sequence_hashes`) are `bigint` already cast to the signed range.
+ */
+import type {
+  FilterQuery, OutputBlockRequest, PromptQueryInput, ReservationRequestInput, SelectAndReserveRequestInput,
+  SelectRequestInput, WorkerPatchInput, WorkerRequestInput,
+} from './schemas.js';
+import type { RouterEvent } from './kv-index.js';
+
+/** Milliseconds on a monotonic clock (virtual in tests and simulations). */
+export interface Clock { now(): number }
+
+/** Seeded randomness: `next()` uniform in [0, 1), `u64()` a uniform 64-bit value. */
+export interface Rng { next(): number; u64(): bigint }
+
+export type Lifecycle = 'incomplete' | 'schedulable' | 'draining' | 'unschedulable';
+
+/** `WorkerCatalogRecord` (api §3.1). Optional fields serialize as null; see `omitted` notes. */
+export interface WorkerRecord {
+  worker_id: bigint;
+  model_name: string;
+  routing_group: string;
+  endpoint: string | null;
+  kv_events_endpoint: string | null;
+  kv_events_endpoints: Record<string, string>;
+  replay_endpoint: string | null;
+  block_size: number | null;
+  data_parallel_start_rank: number | null;
+  data_parallel_size: number | null;
+  max_num_batched_tokens: number | null;
+  total_kv_blocks: number | null;
+  stable_routing_id: string | null;
+  is_eagle: boolean | null;
+  taints: string[];
+  topology_domains: Record<string, string>;
+  kv_transfer_domain: string | null;
+  kv_transfer_enforcement: 'required' | 'preferred' | null;
+  kv_transfer_preferred_weight: number | null;
+  /** omitted when null */
+  router_hint_worker_type?: string;
+  /** omitted when empty */
+  router_hint_source_control_endpoints?: Record<string, string>;
+  /** omitted when null */
+  kv_event_source_mode?: string;
+  lifecycle: Lifecycle;
+  /** omitted when empty */
+  not_schedulable_reasons?: string[];
+}
+
+export interface ReadyResponse { ready: boolean; schedulable_workers: number; workers: WorkerRecord[] }
+
+export interface OverlapSummary { longest_matched: number; gpu: number; dp: Record<string, number>; cpu: number; disk: number }
+
+export interface WorkerLoad {
+  active_prefill_tokens: number;
+  prefill_token_capacity: number | null;
+  total_kv_blocks?: number;
+  prefill_busy?: boolean;
+}
+
+/** `SelectResponse` (api §2.7): fields marked optional are present only where the spec says. */
+export interface SelectResponse {
+  selection_id?: string;
+  sequence_hashes?: bigint[];
+  isl_tokens?: number;
+  track_prefill_tokens?: boolean;
+  model_name: string;
+  routing_group: string;
+  worker_id: bigint;
+  dp_rank: number;
+  endpoint: string;
+  block_size: number;
+  overlap: OverlapSummary;
+  effective_prefill_tokens: number;
+  potential_decode_blocks: number;
+  decode_busy?: boolean;
+  worker_load?: WorkerLoad;
+  kv_hint?: unknown;
+}
+
+export interface ReservationResponse {
+  selection_id: string; model_name: string; routing_group: string; worker_id: bigint; dp_rank: number; endpoint: string;
+}
+
+export interface PotentialLoad {
+  worker_id: bigint; dp_rank: number; potential_prefill_tokens: number; potential_decode_blocks: number; active_requests: number;
+}
+
+export interface ModelLoadResponse {
+  model_name: string; routing_group: string; loads: PotentialLoad[]; pending_count: number; pending_isl_tokens: number;
+}
+
+export interface OverlapScoreRow {
+  worker_id: bigint; dp_rank: number; device_blocks: number; host_pinned_blocks: number; disk_blocks: number;
+  host_pinned_extension_blocks: number; disk_extension_blocks: number; shared_beyond_device_blocks: number | null;
+  router_credit_blocks: number;
+}
+
+export interface OverlapScoresResponse {
+  block_size: number; num_blocks: number; workers: OverlapScoreRow[];
+  shared_cache: { enabled: boolean; total_hit_blocks: number; ranges: [number, number][]; error: string | null };
+}
+
+/** `/dump` (api §7.1): `"model:group"` -> events, or `{error}` for a partition whose dump failed. */
+export type DumpResponse = Record<string, { block_size: number; events: RouterEvent[] } | { error: string }>;
+
+export interface StatusOk { status: 'ok' }
+
+/** Per-call options of the two select operations. */
+export interface SelectOptions {
+  /** `x-dynamo-meta-policy-class` (trimmed; empty ignored). */
+  policyClass?: string;
+  /** Aborts a queued selection (client went away): nothing stays booked. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Every operation of the HTTP API as a method (api §2). Inputs are the JSON shapes (validated
+ * inside: a body that does not fit is a 422 SelectionError); failures throw SelectionError.
+ */
+export interface SelectionApi {
+  upsertWorker(req: WorkerRequestInput): WorkerRecord;
+  patchWorker(workerId: bigint, patch: WorkerPatchInput): WorkerRecord;
+  deleteWorker(workerId: bigint): WorkerRecord;
+  listWorkers(filter?: FilterQuery): WorkerRecord[];
+  ready(): ReadyResponse;
+  select(req: SelectRequestInput, opts?: SelectOptions): Promise<SelectResponse>;
+  selectAndReserve(req: SelectAndReserveRequestInput, opts?: SelectOptions): Promise<SelectResponse>;
+  createReservation(req: ReservationRequestInput): Promise<ReservationResponse>;
+  prefillComplete(reservationId: string): StatusOk;
+  addOutputBlock(reservationId: string, body: OutputBlockRequest | Record<string, unknown>): StatusOk;
+  freeReservation(reservationId: string): StatusOk;
+  loads(filter?: FilterQuery): ModelLoadResponse[];
+  potentialLoads(req: PromptQueryInput): PotentialLoad[];
+  overlapScores(req: PromptQueryInput): OverlapScoresResponse;
+  dump(): DumpResponse;
+}
+
+/** The replica-sync peer routes (api §2.17); implemented by the Node service. */
+export interface ReplicaPeersApi {
+  /** 201 when `created`, 200 when already present; 400 invalid endpoint; 409 replica sync disabled. */
+  registerReplicaPeer(endpoint: string): { created: boolean };
+  /** 404 `peer not found` when not registered; 400 / 409 as register. */
+  deregisterReplicaPeer(endpoint: string): void;
+  /** Sorted; [] when replica sync is disabled. */
+  listReplicaPeers(): string[];
+}
+
+/** What the HTTP layer serves: the selection API, the peer routes, readiness of shutdown. */
+export interface ServiceApi extends SelectionApi, ReplicaPeersApi {
+  readonly shuttingDown: boolean;
+  shutdown(): Promise<void>;
+}

@@ -1,0 +1,36 @@
+/** Shared fixtures of the SelectionCore tests: a virtual clock and Dynamo's HTTP-test worker. */
+import { SelectionCore, seededRng, type CoreOptions } from '../../../src/core/core.js';
+import { parseRouterConfig } from '../../../src/core/config.js';
+import { SelectionError } from '../../../src/core/errors.js';
+import assert from 'node:assert/strict';
+
+export class ManualClock {
+  t = 0;
+  now(): number { return this.t; }
+  advance(ms: number): void { this.t += ms; }
+  advanceSecs(s: number): void { this.t += s * 1000; }
+}
+
+/** A core like Dynamo's HTTP fixture: use_kv_events=false, no queue threshold. */
+export function makeCore(env: Record<string, string> = {}, o: CoreOptions = {}): { core: SelectionCore; clock: ManualClock } {
+  const clock = new ManualClock();
+  const config = parseRouterConfig({ DYN_ROUTER_USE_KV_EVENTS: 'false', ...env });
+  const core = SelectionCore.newLocal(config, { clock, rng: seededRng(7), ...o });
+  return { core, clock };
+}
+
+/** Dynamo's fixture worker. */
+export function worker(id: number | bigint, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { worker_id: id, model_name: 'model', endpoint: `http://worker-${id}:8000`, block_size: 4, ...extra };
+}
+
+/** Asserts that `fn` throws (or rejects with) a SelectionError of `status` whose message matches. */
+export async function rejects(fn: () => unknown, status: number, message?: RegExp | string): Promise<SelectionError> {
+  let caught: unknown;
+  try { await fn(); } catch (err) { caught = err; }
+  assert.ok(caught instanceof SelectionError, `expected a SelectionError, got ${String(caught)}`);
+  assert.equal(caught.status, status, `status of "${caught.message}"`);
+  if (message instanceof RegExp) assert.match(caught.message, message);
+  else if (message !== undefined) assert.equal(caught.message, message);
+  return caught;
+}

@@ -1,0 +1,119 @@
+/** The process-wide reservation index (api §5.1): claims, bookings, mirrors, sweep. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { SelectionError } from '../../../src/core/errors.js';
+import { ReservationIndex } from '../../../src/core/reservations.js';
+
+function is409(id: string) {
+  return (err: unknown) => err instanceof SelectionError && err.status === 409 && err.code === 'SEL_DUPLICATE_SELECTION'
+    && err.message === `selection ${id} is already reserved or being reserved`;
+}
+
+test('a claimed or booked id is a 409 in any partition', () => {
+  const ix = new ReservationIndex();
+  const t = ix.claim('r1', 'm/a');
+  assert.throws(() => ix.claim('r1', 'm/b'), is409('r1'), 'in flight, another partition');
+  assert.throws(() => ix.claim('r1', 'm/a'), is409('r1'), 'in flight, same partition');
+  ix.commit(t, 1n, 0);
+  assert.throws(() => ix.claim('r1', 'm/b'), is409('r1'), 'booked');
+  ix.mirror('r2', 'm/a', 2n, 0);
+  assert.throws(() => ix.claim('r2', 'm/b'), is409('r2'), 'mirrored');
+});
+
+test('a claim is invisible to lookup and remove', () => {
+  const ix = new ReservationIndex();
+  const t = ix.claim('r', 'p');
+  assert.equal(ix.lookup('r'), undefined);
+  assert.equal(ix.remove('r'), undefined, 'a DELETE racing an in-flight booking does not cancel it');
+  assert.deepEqual(ix.state('r'), { kind: 'claim', partitionKey: 'p' });
+  assert.equal(ix.size(), 1);
+  ix.commit(t, 3n, 1);
+  assert.deepEqual(ix.lookup('r'), { partitionKey: 'p', workerId: 3n, dpRank: 1, mirrored: false });
+});
+
+test('commit then lookup carries the lease; a stale token cannot commit', () => {
+  const ix = new ReservationIndex<{ session: string }>();
+  const t = ix.claim('r', 'p');
+  ix.commit(t, 7n, 2, { session: 's' });
+  assert.deepEqual(ix.lookup('r'), { partitionKey: 'p', workerId: 7n, dpRank: 2, mirrored: false, lease: { session: 's' } });
+  assert.deepEqual(ix.state('r'), { kind: 'booked', partitionKey: 'p', workerId: 7n, dpRank: 2, mirrored: false, lease: { session: 's' } });
+  assert.throws(() => ix.commit(t, 7n, 2), /no longer held/);
+  assert.equal(ix.lookup('unknown'), undefined);
+});
+
+test('release frees the id; a stale release is a no-op', () => {
+  const ix = new ReservationIndex();
+  const t1 = ix.claim('r', 'p');
+  ix.release(t1);
+  assert.equal(ix.size(), 0);
+  const t2 = ix.claim('r', 'q');
+  ix.release(t1);
+  assert.deepEqual(ix.state('r'), { kind: 'claim', partitionKey: 'q' }, 'the old token does not drop the new claim');
+  ix.commit(t2, 1n, 0);
+  ix.release(t2);
+  assert.ok(ix.lookup('r'), 'releasing a committed token does not drop the booking');
+});
+
+test('remove returns the row once', () => {
+  const ix = new ReservationIndex<string>();
+  ix.commit(ix.claim('r', 'p'), 1n, 0, 'lease');
+  assert.deepEqual(ix.remove('r'), { partitionKey: 'p', workerId: 1n, dpRank: 0, mirrored: false, lease: 'lease' });
+  assert.equal(ix.remove('r'), undefined);
+  assert.equal(ix.lookup('r'), undefined);
+  ix.commit(ix.claim('r', 'p'), 2n, 0);
+  assert.equal(ix.lookup('r')?.workerId, 2n, 'the id is reusable after free');
+});
+
+test('mirror: inserts, replaces a stale row of the same partition, refuses claims and other partitions', () => {
+  const ix = new ReservationIndex();
+  assert.equal(ix.mirror('a', 'p', 1n, 0), true);
+  assert.deepEqual(ix.lookup('a'), { partitionKey: 'p', workerId: 1n, dpRank: 0, mirrored: true });
+
+  ix.commit(ix.claim('b', 'p'), 1n, 0, 'lease');
+  assert.equal(ix.mirror('b', 'p', 2n, 1), true, 'a peer admission replaces a stale local row');
+  assert.deepEqual(ix.lookup('b'), { partitionKey: 'p', workerId: 2n, dpRank: 1, mirrored: true });
+  assert.equal(ix.mirror('a', 'p', 3n, 0), true, 'and a stale mirror');
+  assert.equal(ix.lookup('a')?.workerId, 3n);
+
+  ix.claim('c', 'p');
+  assert.equal(ix.mirror('c', 'p', 1n, 0), false, 'in-flight claim kept');
+  assert.deepEqual(ix.state('c'), { kind: 'claim', partitionKey: 'p' });
+
+  ix.commit(ix.claim('d', 'p'), 1n, 0);
+  assert.equal(ix.mirror('d', 'q', 9n, 0), false, 'row of another partition kept');
+  assert.deepEqual(ix.lookup('d'), { partitionKey: 'p', workerId: 1n, dpRank: 0, mirrored: false });
+
+  assert.ok(ix.remove('a'), 'a peer Free removes the mirror');
+  assert.equal(ix.lookup('a'), undefined);
+});
+
+test('idsOfWorker lists booked rows of every partition, optionally one rank', () => {
+  const ix = new ReservationIndex();
+  ix.commit(ix.claim('a', 'p'), 1n, 0);
+  ix.commit(ix.claim('b', 'q'), 1n, 1);
+  ix.mirror('c', 'p', 1n, 1);
+  ix.commit(ix.claim('d', 'p'), 2n, 0);
+  ix.claim('e', 'p');
+  assert.deepEqual(ix.idsOfWorker(1n).sort(), ['a', 'b', 'c']);
+  assert.deepEqual(ix.idsOfWorker(1n, 1).sort(), ['b', 'c']);
+  assert.deepEqual(ix.idsOfWorker(1n, 0), ['a']);
+  assert.deepEqual(ix.idsOfWorker(3n), []);
+});
+
+test('sweep drops rows whose booking vanished, returns them, and leaves claims', () => {
+  const ix = new ReservationIndex<string>();
+  ix.commit(ix.claim('a', 'p'), 1n, 0, 'la');
+  ix.commit(ix.claim('b', 'p'), 1n, 0, 'lb');
+  ix.mirror('c', 'q', 2n, 0);
+  ix.claim('d', 'p');
+  const seen: string[] = [];
+  const dropped = ix.sweep((id, row) => { seen.push(id); return id === 'b' || row.partitionKey === 'x'; });
+  assert.deepEqual(seen.sort(), ['a', 'b', 'c'], 'claims are not offered');
+  assert.deepEqual(dropped, [
+    { id: 'a', row: { partitionKey: 'p', workerId: 1n, dpRank: 0, mirrored: false, lease: 'la' } },
+    { id: 'c', row: { partitionKey: 'q', workerId: 2n, dpRank: 0, mirrored: true } },
+  ]);
+  assert.equal(ix.size(), 2);
+  assert.ok(ix.lookup('b'));
+  assert.deepEqual(ix.sweep(() => true), []);
+});

@@ -1,0 +1,210 @@
+/**
+ * Replica sync over a ZeroMQ mesh (api §6): one PUB bound at `tcp://*:<port>`, one SUB connected
+ * to every peer (static `--replica-sync-peers` plus `POST /replica_sync/register_peer`).
+ * Best effort: bounded queues that drop the newest when full, no ordering, acks, replay or resync.
+ *
+ * Send path: local admissions, prefill completions (also repeated) and frees are encoded and
+ * queued (100,000); a pump sends them. Receive path: frames are checked (two frames, known
+ * topic), decoded, own events dropped by `router_id` / `writer_id`, queued (100,000 lifecycle,
+ * 4,096 affinity) and applied in batches of at most 256 events per turn of the event loop.
+ */
+import * as zmq from 'zeromq';
+import { LIMITS } from '../core/config.js';
+import type { LifecycleEvent, ReplicaLifecycle } from '../core/core.js';
+import { invalidZmqEndpoint, peerNotFound } from '../core/errors.js';
+import {
+  AFFINITY_TOPIC, LIFECYCLE_TOPIC, decodeAffinityEvent, decodeReplicaEvent, encodeAffinityEvent, encodeReplicaEvent,
+  type AffinityWireEvent,
+} from './replica-wire.js';
+import { validateZmqEndpoint } from './zmq-endpoint.js';
+import type { Logger } from './service.js';
+
+/** Counters of the mesh (for logs and tests). */
+export interface ReplicaStats {
+  sent: number; sendDropped: number; received: number; applied: number; ownDropped: number;
+  rejected: number; malformed: number; receiveDropped: number;
+}
+
+export interface ReplicaSyncOptions {
+  port: number;
+  peers: readonly string[];
+  routerId: bigint;
+  affinity: boolean;
+  logger: Logger;
+  /** Apply a peer's lifecycle event; false when the core's receive rules dropped it. */
+  applyLifecycle(e: ReplicaLifecycle): boolean;
+  /** Apply a peer's binding event (affinity on). */
+  applyAffinity?(e: AffinityWireEvent): boolean;
+  /** Bind address override (tests); default `tcp://*:<port>`. */
+  bindHost?: string;
+}
+
+const socketOptions = (endpoint?: string) => ({
+  linger: 0, reconnectInterval: 100, reconnectMaxInterval: 5000, tcpKeepalive: 1,
+  heartbeatInterval: 5000, heartbeatTimeout: 15000, heartbeatTimeToLive: 15000,
+  ipv6: endpoint?.startsWith('tcp://[') ?? false,
+});
+
+export class ReplicaSync {
+  readonly stats: ReplicaStats = { sent: 0, sendDropped: 0, received: 0, applied: 0, ownDropped: 0, rejected: 0, malformed: 0, receiveDropped: 0 };
+  private readonly pub: zmq.Publisher;
+  private readonly sub: zmq.Subscriber;
+  private readonly peers = new Set<string>();
+  private readonly outbox: [string, Buffer][] = [];
+  private readonly inLifecycle: ReplicaLifecycle[] = [];
+  private readonly inAffinity: AffinityWireEvent[] = [];
+  private pumping = false;
+  private applying = false;
+  private closed = false;
+  private receiving: Promise<void> | null = null;
+
+  private constructor(private readonly o: ReplicaSyncOptions) {
+    this.pub = new zmq.Publisher({ ...socketOptions(), sendTimeout: 0 });
+    this.sub = new zmq.Subscriber({ ...socketOptions(), receiveTimeout: -1 });
+  }
+
+  /** Binds the PUB, connects the SUB to the static peers and starts receiving. */
+  static async start(o: ReplicaSyncOptions): Promise<ReplicaSync> {
+    const r = new ReplicaSync(o);
+    await r.pub.bind(`tcp://${o.bindHost ?? '*'}:${o.port}`);
+    r.sub.subscribe(LIFECYCLE_TOPIC);
+    if (o.affinity) r.sub.subscribe(AFFINITY_TOPIC);
+    for (const p of o.peers) r.register(p);
+    r.receiving = r.receiveLoop();
+    return r;
+  }
+
+  /** Register a peer PUB endpoint; `created` false when already present. Invalid endpoint: 400. */
+  register(endpoint: string): { created: boolean } {
+    const reason = validateZmqEndpoint(endpoint);
+    if (reason !== null) throw invalidZmqEndpoint(endpoint, reason);
+    if (this.peers.has(endpoint)) return { created: false };
+    this.sub.connect(endpoint);
+    this.peers.add(endpoint);
+    return { created: true };
+  }
+
+  /** Disconnect a peer; 404 `peer not found` when not registered. */
+  deregister(endpoint: string): void {
+    const reason = validateZmqEndpoint(endpoint);
+    if (reason !== null) throw invalidZmqEndpoint(endpoint, reason);
+    if (!this.peers.has(endpoint)) throw peerNotFound();
+    this.peers.delete(endpoint);
+    try { this.sub.disconnect(endpoint); } catch { /* already gone */ }
+  }
+
+  list(): string[] { return [...this.peers].sort(); }
+
+  /** Queue a local lifecycle event for the peers. */
+  publishLifecycle(ev: LifecycleEvent): void {
+    const data = ev.kind === 'add'
+      ? { kind: 'add' as const, tokenSequence: Array.from(ev.seq), trackPrefillTokens: ev.trackPrefillTokens,
+        expectedOutputTokens: ev.expectedOutputTokens ?? null, initialEffectivePrefillTokens: ev.trackPrefillTokens && ev.prefillTokens > 0 ? ev.prefillTokens : null }
+      : { kind: ev.kind };
+    this.enqueue(LIFECYCLE_TOPIC, encodeReplicaEvent({
+      modelName: ev.modelName, routingGroup: ev.routingGroup, blockSize: ev.blockSize, requestId: ev.requestId,
+      workerId: ev.workerId, dpRank: ev.dpRank, routerId: this.o.routerId, loraName: ev.loraName ?? null, data,
+    }), LIMITS.replicaLifecycleQueue);
+  }
+
+  /** Queue a local binding event. */
+  publishAffinity(ev: AffinityWireEvent): void {
+    if (!this.o.affinity) return;
+    this.enqueue(AFFINITY_TOPIC, encodeAffinityEvent(ev), LIMITS.replicaAffinityQueue);
+  }
+
+  private enqueue(topic: string, payload: Buffer, cap: number): void {
+    if (this.closed) return;
+    if (this.outbox.length >= cap) { this.stats.sendDropped++; return; }
+    this.outbox.push([topic, payload]);
+    if (!this.pumping) void this.pump();
+  }
+
+  private async pump(): Promise<void> {
+    this.pumping = true;
+    try {
+      while (this.outbox.length > 0 && !this.closed) {
+        const [topic, payload] = this.outbox.shift() as [string, Buffer];
+        try {
+          await this.pub.send([topic, payload]);
+          this.stats.sent++;
+        } catch (err) {
+          this.stats.sendDropped++;
+          if (!this.closed) this.o.logger.debug({ err }, 'replica sync send failed');
+        }
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private async receiveLoop(): Promise<void> {
+    while (!this.closed) {
+      let frames: Buffer[];
+      try {
+        frames = await this.sub.receive();
+      } catch (err) {
+        if (this.closed) return;
+        this.o.logger.debug({ err }, 'replica sync receive failed; retrying');
+        await new Promise((r) => setTimeout(r, 100));
+        continue;
+      }
+      this.stats.received++;
+      if (frames.length !== 2) { this.stats.malformed++; continue; }
+      const topic = frames[0].toString();
+      try {
+        if (topic === LIFECYCLE_TOPIC) {
+          const e = decodeReplicaEvent(frames[1]);
+          if (e.routerId === this.o.routerId) { this.stats.ownDropped++; continue; }
+          if (this.inLifecycle.length >= LIMITS.replicaLifecycleQueue) { this.stats.receiveDropped++; continue; }
+          const base = { modelName: e.modelName, routingGroup: e.routingGroup, blockSize: e.blockSize, requestId: e.requestId,
+            workerId: e.workerId, dpRank: e.dpRank, loraName: e.loraName ?? undefined };
+          const d = e.data;
+          this.inLifecycle.push(d.kind === 'add'
+            ? { ...base, kind: 'add', seq: d.tokenSequence, trackPrefillTokens: d.trackPrefillTokens,
+              expectedOutputTokens: d.expectedOutputTokens ?? undefined, prefillTokens: d.trackPrefillTokens ? d.initialEffectivePrefillTokens ?? 0 : 0 }
+            : { ...base, kind: d.kind });
+        } else if (topic === AFFINITY_TOPIC && this.o.affinity) {
+          const e = decodeAffinityEvent(frames[1]);
+          if (e.writer_id === this.o.routerId) { this.stats.ownDropped++; continue; }
+          if (this.inAffinity.length >= LIMITS.replicaAffinityQueue) { this.stats.receiveDropped++; continue; }
+          this.inAffinity.push(e);
+        } else { this.stats.malformed++; continue; }
+      } catch {
+        this.stats.malformed++;
+        continue;
+      }
+      if (!this.applying) { this.applying = true; setImmediate(() => this.applyBatch()); }
+    }
+  }
+
+  private applyBatch(): void {
+    this.applying = false;
+    let n = 0;
+    while (n < LIMITS.replicaBatchMax && (this.inLifecycle.length > 0 || this.inAffinity.length > 0)) {
+      try {
+        if (this.inAffinity.length > 0) {
+          const e = this.inAffinity.shift() as AffinityWireEvent;
+          if (this.o.applyAffinity?.(e)) this.stats.applied++; else this.stats.rejected++;
+        } else {
+          const e = this.inLifecycle.shift() as ReplicaLifecycle;
+          if (this.o.applyLifecycle(e)) this.stats.applied++; else this.stats.rejected++;
+        }
+      } catch (err) {
+        this.stats.rejected++;
+        this.o.logger.warn({ err }, 'replica event failed to apply');
+      }
+      n++;
+    }
+    if (this.inLifecycle.length > 0 || this.inAffinity.length > 0) { this.applying = true; setImmediate(() => this.applyBatch()); }
+  }
+
+  /** Close both sockets (the port is released). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.pub.close();
+    this.sub.close();
+    await this.receiving?.catch(() => {});
+  }
+}

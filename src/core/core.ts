@@ -28,11 +28,12 @@ import {
   applyPatch, compareRecords, eventEndpoints, metadataReasons, partitionKeyOf, ranksOf, toRecord, type WorkerEntry,
 } from './catalog.js';
 import { Partition } from './partition.js';
+import { SessionAffinityTable, type AffinityLease, type AffinityMode, type AffinityTarget, type Hold } from './affinity.js';
 import { PromptNormalizer, checkPromptFields, type NormalizedPrompt, type PromptFields } from './prompt.js';
 import { PendingSelectionCache } from './pending.js';
 import { ReservationIndex } from './reservations.js';
 import { defaultCosts, eligible, pickByCost, type Candidate } from './selector.js';
-import { PolicyRegistry, runPolicy, selectionContext, type CandidateView, type WorkerSelectionContext } from './policy.js';
+import { CandidateRowView, PolicyRegistry, runPolicy, selectionContext, type WorkerSelectionContext } from './policy.js';
 import type { RouterEvent } from './kv-index.js';
 import type {
   Clock, DumpResponse, ModelLoadResponse, OverlapScoresResponse, OverlapSummary, PotentialLoad, ReadyResponse,
@@ -70,10 +71,26 @@ export type ReplicaLifecycle = {
   | { kind: 'free' }
 );
 
+/** A session binding published by (or received from) a replica (api §6, §8). */
+export interface AffinityEvent {
+  modelName: string; routingGroup: string; sessionId: string; workerId: bigint; dpRank: number | null;
+  sequence: bigint; writerId: bigint;
+}
+
 /** Host hooks. */
 export interface CoreHooks {
   /** Called after a local admission, prefill completion (also repeated) and free. */
   onLifecycle?(ev: LifecycleEvent): void;
+  /** Called when a session binding is committed, rebound or refreshed (affinity on). */
+  onAffinity?(ev: AffinityEvent): void;
+}
+
+/** Session affinity (api §8): off unless a TTL is configured. */
+export interface SessionAffinityConfig {
+  ttlSecs: number;
+  mode: AffinityMode;
+  /** Bindings per partition table (default 65,536). */
+  maxEntries?: number;
 }
 
 /** Pending-selection cache limits (api §5.2; CLI `--selection-cache-*`). */
@@ -94,6 +111,12 @@ export interface CoreOptions {
   policyConfig?: RouterPolicyConfig | null;
   feed?: IndexFeed;
   hooks?: CoreHooks;
+  /** Session affinity tables (api §8); null/absent = off. TTL 1 .. 31,536,000 s. */
+  sessionAffinity?: SessionAffinityConfig | null;
+  /** This replica's random non-zero id (`router_id` / affinity `writer_id`); default random. */
+  replicaId?: bigint;
+  /** First affinity version sequence; default wall-clock nanoseconds (api §8). */
+  affinitySequenceStart?: bigint;
 }
 
 /** `Result` of {@link SelectionCore.tryNewLocal}. */
@@ -171,7 +194,12 @@ export class SelectionCore implements SelectionApi {
   readonly rng: Rng;
   private readonly workers = new Map<bigint, WorkerEntry>();
   private readonly partitions = new Map<string, Partition>();
-  readonly reservations = new ReservationIndex();
+  readonly reservations = new ReservationIndex<AffinityLease>();
+  /** This replica's id (replica-sync `router_id`, affinity `writer_id`). */
+  readonly replicaId: bigint;
+  private readonly affinity: SessionAffinityConfig | null;
+  private readonly affinitySequenceStart: bigint;
+  private lastReap: number;
   readonly pending: PendingSelectionCache;
   private readonly normalizer: PromptNormalizer;
   private readonly policies: PolicyRegistry | null;
@@ -206,6 +234,10 @@ export class SelectionCore implements SelectionApi {
     this.queueing = queueingEnabled(config, policyConfigQueues(this.policyConfig));
     this.lastSweep = this.clock.now();
     this.lastRecheck = this.lastSweep;
+    this.lastReap = this.lastSweep;
+    this.replicaId = o.replicaId ?? (rng.u64() | 1n);
+    this.affinity = o.sessionAffinity ?? null;
+    this.affinitySequenceStart = o.affinitySequenceStart ?? BigInt(Date.now()) * 1_000_000n;
     if (!config.useKvEvents && config.routerApproximateCachePolicy === 'lru') {
       this.warnings.push('router_approximate_cache_policy=lru is not supported by the standalone selector; bookings use TTL retention (router_ttl_secs) instead');
     }
@@ -229,6 +261,13 @@ export class SelectionCore implements SelectionApi {
       normalizer = new PromptNormalizer({
         mode: config.routerTrackingHash, key: options.trackingKey ?? null, keyId: config.routerTrackingKeyId,
       }, rng);
+      const aff = options.sessionAffinity;
+      if (aff && !(aff.ttlSecs >= LIMITS.sessionAffinityTtlMinSecs && aff.ttlSecs <= LIMITS.sessionAffinityTtlMaxSecs)) {
+        throw new ConfigError([`--session-affinity-ttl-secs: must be between ${LIMITS.sessionAffinityTtlMinSecs} and ${LIMITS.sessionAffinityTtlMaxSecs} (got ${aff.ttlSecs})`]);
+      }
+      if (aff && aff.mode !== 'hard' && aff.mode !== 'soft') {
+        throw new ConfigError([`--session-affinity-mode: must be hard or soft (got ${String(aff.mode)})`]);
+      }
       const inst = options.policyConfig?.aggregated;
       const name = inst?.type ?? config.workerSelectionPolicy;
       if (name && name !== 'default' && !options.policies?.has(name)) {
@@ -279,6 +318,10 @@ export class SelectionCore implements SelectionApi {
       for (const p of this.partitions.values()) this.drain(p);
     }
     for (const p of this.partitions.values()) { p.approx?.expire(); p.predicted?.expire(); }
+    if (this.affinity && now - this.lastReap >= Math.min(this.affinity.ttlSecs, LIMITS.affinityReapMaxSecs) * MS) {
+      this.lastReap = now;
+      for (const p of this.partitions.values()) p.affinity?.reap();
+    }
     if (now - this.lastSweep < LIMITS.expirySweepSecs * MS) return;
     this.lastSweep = now;
     this.sweepExpired();
@@ -290,11 +333,12 @@ export class SelectionCore implements SelectionApi {
     for (const p of this.partitions.values()) {
       for (const id of p.loads.expire()) freed.push(id);
     }
-    for (const id of freed) this.reservations.remove(id);
-    this.reservations.sweep((id, row) => {
+    for (const id of freed) this.removeRow(id);
+    const swept = this.reservations.sweep((id, row) => {
       const p = this.partitions.get(row.partitionKey);
       return p !== undefined && p.loads.has(id);
     });
+    for (const { row } of swept) this.releaseLease(row);
     if (freed.length > 0) for (const p of this.partitions.values()) this.drain(p);
     return freed;
   }
@@ -329,6 +373,16 @@ export class SelectionCore implements SelectionApi {
     });
     created.queue = new AdmissionQueue<Waiter>(
       resolveProfile(this.policyConfig, modelName, this.config.routerQueueThreshold, this.config.routerQueuePolicy), this.clock);
+    const aff = this.affinity;
+    if (aff) {
+      created.affinity = new SessionAffinityTable({
+        ttlSecs: aff.ttlSecs, mode: aff.mode, maxEntries: aff.maxEntries, clock: this.clock, writerId: this.replicaId,
+        sequenceStart: this.affinitySequenceStart,
+        publish: (sessionId, t, v) => this.hooks.onAffinity?.({
+          modelName, routingGroup, sessionId, workerId: t.workerId, dpRank: t.dpRank, sequence: v.sequence, writerId: v.writerId,
+        }),
+      });
+    }
     this.partitions.set(key, created);
     return created;
   }
@@ -435,14 +489,24 @@ export class SelectionCore implements SelectionApi {
   }
 
   private dropRank(part: Partition, workerId: bigint, dpRank: number): void {
-    for (const id of part.loads.removeRank(workerId, dpRank)) this.reservations.remove(id);
+    for (const id of part.loads.removeRank(workerId, dpRank)) this.removeRow(id);
     for (const id of this.reservations.idsOfWorker(workerId, dpRank)) {
       const row = this.reservations.lookup(id);
-      if (row && row.partitionKey === part.key) this.reservations.remove(id);
+      if (row && row.partitionKey === part.key) this.removeRow(id);
     }
     if (!this.feed || !this.config.useKvEvents) part.index.removeRank(workerId, dpRank);
     part.approx?.removeRank(workerId, dpRank);
     part.predicted?.removeRank(workerId, dpRank);
+  }
+
+  /** Removes a reservation row and releases its session lease (the binding starts idling). */
+  private removeRow(id: string): void {
+    const row = this.reservations.remove(id);
+    if (row) this.releaseLease(row);
+  }
+
+  private releaseLease(row: { partitionKey: string; lease?: AffinityLease }): void {
+    if (row.lease) this.partitions.get(row.partitionKey)?.affinity?.release(row.lease);
   }
 
   // ---- readiness helpers ------------------------------------------------------------------
@@ -485,8 +549,47 @@ export class SelectionCore implements SelectionApi {
       }
       return res;
     };
-    if (req.advisory) return finish(this.schedule(part, req, prompt, eff));
-    return this.admit(part, req, prompt, eff, opts, (cache) => finish(this.schedule(part, req, prompt, eff, cache)), () => {});
+    // query-only: a live binding steers, none is created (api §8)
+    const sid = this.steerableSession(part, req);
+    const bound = sid === undefined ? undefined : part.affinity?.query(sid);
+    const steer = bound && part.targetLive(bound) ? bound : undefined;
+    if (req.advisory) return finish(this.schedule(part, req, prompt, eff, undefined, steer));
+    return this.admit(part, req, prompt, eff, opts, steer, (cache) => finish(this.schedule(part, req, prompt, eff, cache, steer)), () => {});
+  }
+
+  /**
+   * The session a request steers by, when affinity is on: `session_context.session_id` wins over
+   * `session_id`; an explicit `affinity_target` or `pinned_worker` skips steering (api §8).
+   */
+  private steerableSession(part: Partition, req: SelectAndReserveRequest): string | undefined {
+    if (!part.affinity || req.affinity_target || req.pinned_worker) return undefined;
+    return req.session_context?.session_id ?? req.session_id;
+  }
+
+  /**
+   * Holds a session for a booking: waits out another booking's initialization, re-initializes a
+   * binding whose worker departed, and routes unpinned (null) when the table is full.
+   */
+  private async holdSession(part: Partition, sessionId: string | undefined): Promise<Hold | null> {
+    const table = part.affinity;
+    if (!table || sessionId === undefined) return null;
+    for (;;) {
+      const h = table.acquire(sessionId);
+      if (h.kind === 'wait') {
+        await h.settled;
+        if (this.shutdownFlag) throw shuttingDown();
+        continue;
+      }
+      if (h.kind === 'full') return null;
+      if (h.kind === 'bound' && !part.targetLive(h.target)) { table.invalidate(h.lease); continue; }
+      return h;
+    }
+  }
+
+  /** Commits a held session to the booked rank (400 in hard mode when it went elsewhere). */
+  private commitSession(part: Partition, hold: Hold | null, workerId: bigint, dpRank: number): AffinityLease | undefined {
+    if (!hold || !part.affinity) return undefined;
+    return part.affinity.commit(hold, { workerId, dpRank }) ?? undefined;
   }
 
   async selectAndReserve(input: unknown, opts: SelectOptions = {}): Promise<SelectResponse> {
@@ -498,11 +601,30 @@ export class SelectionCore implements SelectionApi {
     const prompt = this.normalizer.normalize(req, part, eff.assumeKvReuse);
     const id = req.selection_id ?? this.uuid();
     const claim = this.reservations.claim(id, part.key);
+    let hold: Hold | null;
+    try {
+      hold = await this.holdSession(part, this.steerableSession(part, req));
+    } catch (err) {
+      this.reservations.release(claim);
+      throw err;
+    }
+    const steer = hold?.kind === 'bound' ? hold.target : undefined;
+    const drop = (): void => {
+      if (hold) part.affinity?.abandon(hold);
+      this.reservations.release(claim);
+    };
     const run = (cache?: Map<string, RankCache>): SelectResponse => {
       try {
-        const choice = this.schedule(part, req, prompt, eff, cache);
-        this.book(choice, id, eff.trackPrefillTokens, choice.effectivePrefillTokens, req.expected_output_tokens, req.lora_name);
-        this.reservations.commit(claim, choice.entry.req.worker_id, choice.dpRank);
+        const choice = this.schedule(part, req, prompt, eff, cache, steer);
+        const lease = this.commitSession(part, hold, choice.entry.req.worker_id, choice.dpRank);
+        hold = null;
+        try {
+          this.book(choice, id, eff.trackPrefillTokens, choice.effectivePrefillTokens, req.expected_output_tokens, req.lora_name);
+        } catch (err) {
+          if (lease) part.affinity?.release(lease);
+          throw err;
+        }
+        this.reservations.commit(claim, choice.entry.req.worker_id, choice.dpRank, lease);
         const res = this.response(choice, id);
         res.sequence_hashes = Array.from(prompt.seq, (h) => BigInt.asIntN(64, h));
         res.isl_tokens = prompt.isl;
@@ -511,11 +633,11 @@ export class SelectionCore implements SelectionApi {
         if (hint) res.kv_hint = hint;
         return res;
       } catch (err) {
-        this.reservations.release(claim);
+        drop();
         throw err;
       }
     };
-    return this.admit(part, req, prompt, eff, opts, run, () => this.reservations.release(claim));
+    return this.admit(part, req, prompt, eff, opts, steer, run, drop);
   }
 
   /**
@@ -527,11 +649,11 @@ export class SelectionCore implements SelectionApi {
    * dropped without running (abort, shutdown).
    */
   private admit<R>(part: Partition, req: SelectAndReserveRequest, prompt: NormalizedPrompt, eff: EffectiveRouterValues,
-    opts: SelectOptions, run: (cache?: Map<string, RankCache>) => R, onDrop: () => void): Promise<R> {
+    opts: SelectOptions, steer: AffinityTarget | undefined, run: (cache?: Map<string, RankCache>) => R, onDrop: () => void): Promise<R> {
     if (!this.queueing) return Promise.resolve().then(() => run());
     const cache = this.overlapCache(part, prompt, eff);
     const infos = this.rankInfos(part, prompt, eff, cache);
-    const kept = this.eligibleOf(infos, req);
+    const kept = this.eligibleOf(infos, req, steer);
     let best = 0;
     for (const c of kept) best = Math.max(best, c.cachedTokens);
     const uncached = Math.max(prompt.isl - best, 0);
@@ -551,12 +673,12 @@ export class SelectionCore implements SelectionApi {
         if (part.queue.remove(waiter)) waiter.fail(new SelectionError('SEL_INTERNAL', 'request cancelled by the client'));
       };
       const waiter: Waiter = {
-        canRun: () => this.poolBusy(cfg, this.eligibleOf(this.rankInfos(part, prompt, eff, cache), req)) === false,
+        canRun: () => this.poolBusy(cfg, this.eligibleOf(this.rankInfos(part, prompt, eff, cache), req, steer)) === false,
         run: () => {
           opts.signal?.removeEventListener('abort', onAbort);
           const refresh = this.config.overlapRefreshAfterSecs;
           const stale = refresh > 0 && this.clock.now() - enqueuedAt > refresh * MS;
-          if (this.eligibleOf(this.rankInfos(part, prompt, eff, cache), req).length === 0) {
+          if (this.eligibleOf(this.rankInfos(part, prompt, eff, cache), req, steer).length === 0) {
             const pin = req.pinned_worker ?? req.affinity_target;
             onDrop();
             reject(noLongerSchedulable(pin?.worker_id ?? 0n, pin?.dp_rank ?? 0, part.modelName, part.routingGroup));
@@ -594,7 +716,18 @@ export class SelectionCore implements SelectionApi {
     }
   }
 
-  private eligibleOf(infos: readonly RankInfo[], req: SelectAndReserveRequest): Candidate[] {
+  /**
+   * The request's eligible ranks; a session target (`steer`) narrows them to the bound worker
+   * (and rank) while it is among them (api §8: hard mode then rejects a dispatch elsewhere).
+   */
+  private eligibleOf(infos: readonly RankInfo[], req: SelectAndReserveRequest, steer?: AffinityTarget): Candidate[] {
+    const kept = this.eligibleByRequest(infos, req);
+    if (!steer) return kept;
+    const narrowed = kept.filter((c) => c.workerId === steer.workerId && (steer.dpRank === null || c.dpRank === steer.dpRank));
+    return narrowed.length > 0 ? narrowed : kept;
+  }
+
+  private eligibleByRequest(infos: readonly RankInfo[], req: SelectAndReserveRequest): Candidate[] {
     return eligible(infos.map((i) => i.cand), {
       allowedWorkerIds: req.allowed_worker_ids,
       requiredTaints: req.routing_constraints.required_taints,
@@ -605,13 +738,13 @@ export class SelectionCore implements SelectionApi {
 
   /** Scheduling of one request: candidates, filters, cost or policy, pick. Books nothing. */
   private schedule(part: Partition, req: SelectAndReserveRequest, prompt: NormalizedPrompt, eff: EffectiveRouterValues,
-    cache?: Map<string, RankCache>): Choice {
+    cache?: Map<string, RankCache>, steer?: AffinityTarget): Choice {
     const infos = this.rankInfos(part, prompt, eff, cache);
-    const kept = this.eligibleOf(infos, req);
+    const kept = this.eligibleOf(infos, req, steer);
     if (kept.length === 0) throw noEndpoints();
     let pick: number;
     if (part.policy) {
-      const views = kept.map((c) => candidateView(c));
+      const views = kept.map((c) => new CandidateRowView(c));
       pick = runPolicy(part.policy, this.policyContext(part, req, prompt, eff), views, this.rng);
     } else {
       const costs = defaultCosts(kept, {
@@ -790,7 +923,7 @@ export class SelectionCore implements SelectionApi {
   }
 
   /** Replay form (api §5.2): book only the cached inputs; failures keep the entry. */
-  private replayReservation(model: string, group: string, id: string): ReservationResponse {
+  private async replayReservation(model: string, group: string, id: string): Promise<ReservationResponse> {
     const hit = this.pending.peek(model, group, id);
     if (!hit) throw pendingNotFound(id, model, group);
     const v = hit.value;
@@ -798,7 +931,21 @@ export class SelectionCore implements SelectionApi {
     const entry = part.isSchedulable(v.workerId, v.dpRank);
     if (!entry) throw schedulableWorkerNotFound(v.workerId, model, group, v.dpRank);
     const claim = this.reservations.claim(id, part.key);
+    let hold: Hold | null = null;
     try {
+      // the cached session binds like /select_and_reserve: hold, commit to the cached rank, book
+      hold = await this.holdSession(part, v.sessionId);
+      if (!part.isSchedulable(v.workerId, v.dpRank)) throw schedulableWorkerNotFound(v.workerId, model, group, v.dpRank);
+      let lease: AffinityLease | undefined;
+      try {
+        lease = this.commitSession(part, hold, v.workerId, v.dpRank);
+      } catch (err) {
+        hold = null;
+        // an affinity rejection consumes the cached selection (api §5.2)
+        this.pending.removeIfGeneration(model, group, id, hit.generation);
+        throw err;
+      }
+      hold = null;
       const seq = v.sequenceHashes;
       const prompt: NormalizedPrompt = {
         isl: v.islTokens, nBlocks: seq.length, locals: v.blockHashes, seq,
@@ -806,9 +953,15 @@ export class SelectionCore implements SelectionApi {
       };
       const eff = applyOverride(this.config, null);
       const choice = this.fixedChoice(part, entry, v.dpRank, prompt, eff);
-      this.book(choice, id, v.trackPrefillTokens, v.effectivePrefillTokens, v.expectedOutputTokens, v.loraName);
-      this.reservations.commit(claim, v.workerId, v.dpRank);
+      try {
+        this.book(choice, id, v.trackPrefillTokens, v.effectivePrefillTokens, v.expectedOutputTokens, v.loraName);
+      } catch (err) {
+        if (lease) part.affinity?.release(lease);
+        throw err;
+      }
+      this.reservations.commit(claim, v.workerId, v.dpRank, lease);
     } catch (err) {
+      if (hold) part.affinity?.abandon(hold);
       this.reservations.release(claim);
       throw err;
     }
@@ -861,7 +1014,7 @@ export class SelectionCore implements SelectionApi {
     this.live();
     const b = this.booking(reservationId);
     b.part.loads.free(reservationId);
-    this.reservations.remove(reservationId);
+    this.removeRow(reservationId);
     this.hooks.onLifecycle?.({
       modelName: b.part.modelName, routingGroup: b.part.routingGroup, blockSize: b.part.blockSize,
       requestId: reservationId, workerId: b.workerId, dpRank: b.dpRank, kind: 'free',
@@ -893,7 +1046,11 @@ export class SelectionCore implements SelectionApi {
         trackPrefillTokens: e.trackPrefillTokens, prefillTokens: e.prefillTokens,
         expectedOutputTokens: e.expectedOutputTokens, islTokens: 0, loraName: e.loraName,
       });
-      if (ok) this.reservations.mirror(id, part.key, e.workerId, e.dpRank);
+      if (ok) {
+        const prev = this.reservations.lookup(id);
+        if (prev) this.releaseLease(prev);
+        this.reservations.mirror(id, part.key, e.workerId, e.dpRank);
+      }
       return ok;
     }
     const row = this.reservations.lookup(id);
@@ -901,10 +1058,23 @@ export class SelectionCore implements SelectionApi {
     if (e.kind === 'prefill_complete') part.loads.prefillComplete(id);
     else {
       part.loads.free(id);
-      this.reservations.remove(id);
+      this.removeRow(id);
     }
     this.drain(part);
     return true;
+  }
+
+  /**
+   * Applies a peer's session binding (api §8 apply rules). Dropped (false) when affinity is off,
+   * the partition is unknown, or the target worker is not in this partition's catalog.
+   */
+  applyAffinityEvent(e: AffinityEvent): boolean {
+    if (e.writerId === this.replicaId) return false;
+    const part = this.partitions.get(partitionKeyOf(e.modelName, e.routingGroup));
+    if (!part?.affinity || !part.workers.has(e.workerId)) return false;
+    const r = part.affinity.applyRemote(e.sessionId, { workerId: e.workerId, dpRank: e.dpRank },
+      { sequence: e.sequence, writerId: e.writerId });
+    return r === 'inserted' || r === 'refreshed' || r === 'replaced_expired' || r === 'replaced_newer';
   }
 
   // ---- inspection (api §2.13-§2.16) --------------------------------------------------------
@@ -1000,22 +1170,4 @@ export class SelectionCore implements SelectionApi {
   schedulableWorkerIds(): bigint[] {
     return [...this.workers.values()].filter((e) => e.lifecycle === 'schedulable').map((e) => e.req.worker_id).sort(cmpBig);
   }
-}
-
-/** The accessor view of a candidate row given to custom policies (api §10). */
-function candidateView(c: Candidate): CandidateView {
-  return {
-    worker: () => ({ workerId: c.workerId, dpRank: c.dpRank, taints: c.taints }),
-    deviceOverlapBlocks: () => c.deviceBlocks,
-    hostOverlapBlocks: () => c.hostExtBlocks,
-    diskOverlapBlocks: () => c.diskExtBlocks,
-    accountingCacheEstimate: () => c.cachedTokens,
-    hasTierMatches: () => c.hostExtBlocks > 0 || c.diskExtBlocks > 0,
-    sharedHits: () => c.sharedBeyondDeviceBlocks,
-    isAvailable: () => true,
-    activePrefillTokens: () => c.activePrefillTokens,
-    decodeCostBlocks: () => c.potentialDecodeBlocks,
-    activeRequests: () => c.activeRequests,
-    totalKvBlocks: () => c.totalKvBlocks,
-  };
 }

@@ -12,6 +12,7 @@ import { ranksOf } from './catalog.js';
 import type { Clock, Rng } from './types.js';
 import type { AdmissionQueue } from './queue.js';
 import type { Waiter } from './core.js';
+import type { SessionAffinityTable } from './affinity.js';
 
 export interface PartitionOptions {
   modelName: string; routingGroup: string; blockSize: number; isEagle: boolean;
@@ -39,6 +40,8 @@ export class Partition {
   readonly predicted: ApproxIndex | null;
   /** Admission queue (set by the core at creation). */
   queue!: AdmissionQueue<Waiter>;
+  /** Session binding table (api §8), when session affinity is on (set by the core). */
+  affinity: SessionAffinityTable | null = null;
   /** Schedulable workers of this partition, by id. */
   readonly workers = new Map<bigint, WorkerEntry>();
 
@@ -83,6 +86,12 @@ export class Partition {
     if (!e || e.lifecycle !== 'schedulable') return undefined;
     const s = e.req.data_parallel_start_rank ?? 0, n = e.req.data_parallel_size ?? 1;
     return dpRank >= s && dpRank < s + n ? e : undefined;
+  }
+
+  /** Whether a session target is still live: its worker schedulable here (and its rank, if any). */
+  targetLive(t: { workerId: bigint; dpRank: number | null }): boolean {
+    if (t.dpRank !== null) return this.isSchedulable(t.workerId, t.dpRank) !== undefined;
+    return this.workers.get(t.workerId)?.lifecycle === 'schedulable';
   }
 
   /** Partition display for messages. */

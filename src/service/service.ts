@@ -5,7 +5,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
-import { SelectionCore, systemRng, type CoreHooks, type CoreOptions, type IndexFeed, type SelectionCacheConfig } from '../core/core.js';
+import {
+  SelectionCore, systemRng, type CoreHooks, type CoreOptions, type IndexFeed, type SelectionCacheConfig, type SessionAffinityConfig,
+} from '../core/core.js';
 import { parsePolicyConfig, type RouterPolicyConfig } from '../core/policy-config.js';
 import { parseJson } from '../http/json.js';
 import { ReplicaSync } from './replica-sync.js';
@@ -33,8 +35,6 @@ interface IngressHandle extends IndexFeed { setIndexerReady(): void; close(): Pr
 
 const silent: Logger = { info() {}, warn() {}, error() {}, debug() {} };
 
-/** Session-affinity options (api §8). */
-export interface SessionAffinityConfig { ttlSecs: number; mode: 'hard' | 'soft' }
 
 /** Everything the builder collects. */
 export interface ServiceOptions {
@@ -89,10 +89,6 @@ export class SelectionServiceBuilder {
     if (o.replicaSyncPort !== null && !(Number.isInteger(o.replicaSyncPort) && o.replicaSyncPort > 0 && o.replicaSyncPort <= 65535)) {
       throw new ConfigError([`--replica-sync-port: must be an integer between 1 and 65535 (got ${o.replicaSyncPort})`]);
     }
-    const aff = o.sessionAffinity;
-    if (aff && !(aff.ttlSecs >= LIMITS.sessionAffinityTtlMinSecs && aff.ttlSecs <= LIMITS.sessionAffinityTtlMaxSecs)) {
-      throw new ConfigError([`--session-affinity-ttl-secs: must be between ${LIMITS.sessionAffinityTtlMinSecs} and ${LIMITS.sessionAffinityTtlMaxSecs} (got ${aff.ttlSecs})`]);
-    }
     let trackingKey = o.trackingKey;
     if (!trackingKey && cfg.routerTrackingHash === 'keyed-xxh3-v1' && cfg.routerTrackingKeyFile) {
       let bytes: Uint8Array;
@@ -118,19 +114,23 @@ export class SelectionServiceBuilder {
     const feed = o.feed === undefined ? ingress : o.feed;
     const coreOptions: CoreOptions = {
       clock: o.clock, rng: o.rng, selectionCache: o.selectionCache, trackingKey, policies: o.policies ?? undefined,
-      policyConfig, feed: feed ?? undefined, hooks,
+      policyConfig, feed: feed ?? undefined, hooks, sessionAffinity: o.sessionAffinity, replicaId: systemRng().u64() | 1n,
     };
     const r = SelectionCore.tryNewLocal(cfg, coreOptions);
     if (!r.ok) { await ingress?.close(); throw r.error; }
     const core = r.core;
     for (const w of core.warnings) o.logger.warn({}, w);
-    const routerId = systemRng().u64() | 1n;
+    const routerId = core.replicaId;
     let replica: ReplicaSync | null = null;
     if (o.replicaSyncPort !== null) {
       try {
         replica = await ReplicaSync.start({
           port: o.replicaSyncPort, peers: o.replicaSyncPeers, routerId, affinity: o.sessionAffinity !== null, logger: o.logger,
           applyLifecycle: (e) => core.applyReplicaEvent(e),
+          applyAffinity: (e) => core.applyAffinityEvent({
+            modelName: e.model_name, routingGroup: e.routing_group, sessionId: e.session_id, workerId: e.worker_id,
+            dpRank: e.dp_rank, sequence: e.sequence, writerId: e.writer_id,
+          }),
         });
       } catch (err) {
         await ingress?.close();
@@ -138,6 +138,10 @@ export class SelectionServiceBuilder {
       }
       const rs = replica;
       hooks.onLifecycle = (ev) => rs.publishLifecycle(ev);
+      hooks.onAffinity = (ev) => rs.publishAffinity({
+        model_name: ev.modelName, routing_group: ev.routingGroup, session_id: ev.sessionId, worker_id: ev.workerId,
+        dp_rank: ev.dpRank, sequence: ev.sequence, writer_id: ev.writerId,
+      });
     }
     if (o.indexerPeers.length > 0) await recoverFromPeers(core, o.indexerPeers, o.logger);
     ingress?.setIndexerReady();

@@ -1,4 +1,18 @@
 /**
- * select-service, Node entry. The core (`./core/index.js`) is isomorphic and also usable alone.
+ * select-service, Node entry: the isomorphic core (`./core/index.js`: SelectionCore, the wasm
+ * index, policies, schemas) plus the Node service (`SelectionServiceBuilder` -> `SelectionService`:
+ * KV-event listeners, replica sync, start-up recovery, timers, shutdown).
+ *
+ * @example
+ * ```ts
+ * import { SelectionServiceBuilder, parseRouterConfig } from 'select-service';
+ * const service = await new SelectionServiceBuilder(parseRouterConfig(process.env)).build();
+ * service.upsertWorker({ worker_id: 1, model_name: 'm', endpoint: 'http://w1:8000', block_size: 16, kv_events_endpoint: 'tcp://w1:5557' });
+ * const pick = await service.selectAndReserve({ model_name: 'm', token_ids: [1, 2, 3] });
+ * service.freeReservation(pick.selection_id!);
+ * await service.shutdown();
+ * ```
  */
 export * from './core/index.js';
+export { SelectionServiceBuilder, SelectionService, recoverFromPeers } from './service/service.js';
+export type { Logger, ServiceOptions } from './service/service.js';

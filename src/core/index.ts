@@ -11,3 +11,19 @@ export { parseRouterConfig, defaultRouterConfig, queueingEnabled, ConfigError, L
 export type { RouterConfig } from './config.js';
 export { SelectionError, errorBody, toSelectionError, partitionLabel } from './errors.js';
 export { deriveKeyedSeeds, parseTrackingKey, publicSeed } from './tracking-hash.js';
+export { SelectionCore, seededRng, systemRng, systemClock } from './core.js';
+export type {
+  CoreOptions, CoreResult, CoreHooks, IndexFeed, FeedPartition, LifecycleEvent, ReplicaLifecycle, AffinityEvent,
+  SelectionCacheConfig, SessionAffinityConfig,
+} from './core.js';
+export { SessionAffinityTable } from './affinity.js';
+export type { AffinityMode, AffinityTarget, AffinityVersion } from './affinity.js';
+export {
+  PolicyRegistry, WorkerInputs, CandidateRowView, selectionContext, runPolicy, DEFAULT_POLICY_TYPE, defaultPolicyFactory,
+} from './policy.js';
+export type {
+  WorkerSelectionPolicy, WorkerFilter, WorkerScorer, WorkerPicker, PickerRow, CandidateView, WorkerSelectionContext,
+  PolicyFactory, PolicyPartition,
+} from './policy.js';
+export * from './schemas.js';
+export type * from './types.js';

@@ -116,11 +116,10 @@ export class ApproxIndex {
  */
 export function mergeOverlapMax(primary: readonly RankOverlap[], side: readonly RankOverlap[]): RankOverlap[] {
   const byRank = new Map<string, RankOverlap>();
-  for (const r of primary) byRank.set(`${r.workerId}:${r.dpRank}`, r);
+  for (const r of primary) byRank.set(r.key, r);
   for (const r of side) {
-    const k = `${r.workerId}:${r.dpRank}`;
-    const p = byRank.get(k);
-    if (!p || r.effectiveOverlapBlocks > p.effectiveOverlapBlocks) byRank.set(k, r);
+    const p = byRank.get(r.key);
+    if (!p || r.effectiveOverlapBlocks > p.effectiveOverlapBlocks) byRank.set(r.key, r);
   }
   return [...byRank.values()];
 }

@@ -469,7 +469,7 @@ export class SelectionCore implements SelectionApi {
     for (const r of newRanks) part.loads.addRank(req.worker_id, r);
     entry.lifecycle = 'schedulable';
     entry.partitionKey = key;
-    part.workers.set(req.worker_id, entry);
+    part.setWorker(entry);
     this.workers.set(req.worker_id, entry);
     this.drain(part);
     return entry;
@@ -481,7 +481,7 @@ export class SelectionCore implements SelectionApi {
     const part = this.partitions.get(e.partitionKey);
     e.partitionKey = null;
     if (!part) return;
-    part.workers.delete(e.req.worker_id);
+    part.removeWorker(e.req.worker_id);
     if (this.feed && this.config.useKvEvents) this.feed.detach(e.req.worker_id);
     for (const r of part.loads.ranks()) if (r.workerId === e.req.worker_id) this.dropRank(part, r.workerId, r.dpRank);
     part.index.removeWorker(e.req.worker_id);
@@ -790,7 +790,7 @@ export class SelectionCore implements SelectionApi {
       if (part.predicted) {
         rows = mergeOverlapMax(rows, part.predicted.index.match(prompt.locals, prompt.isl, w));
       }
-      for (const o of rows) byRank.set(`${o.workerId}:${o.dpRank}`, o);
+      for (const o of rows) byRank.set(o.key, o);
     }
     return byRank;
   }
@@ -801,11 +801,11 @@ export class SelectionCore implements SelectionApi {
     const byRank = cache ?? this.overlapCache(part, prompt, eff);
     const out: RankInfo[] = new Array(ranks.length);
     for (let i = 0; i < ranks.length; i++) {
-      const { entry, dpRank } = ranks[i];
+      const { entry, dpRank, key } = ranks[i];
       const w = entry.req.worker_id;
-      const o = byRank.get(`${w}:${dpRank}`);
-      const load = part.loads.rankLoad(w, dpRank);
-      const depth = prompt.nBlocks > 0 ? part.loads.overlapDepth(w, dpRank, prompt.seqWords, prompt.nBlocks) : 0;
+      const o = byRank.get(key);
+      const load = part.loads.loadOf(key);
+      const depth = prompt.nBlocks > 0 ? part.loads.depthOf(key, prompt.seqWords, prompt.nBlocks) : 0;
       out[i] = {
         entry,
         cand: {

@@ -28,6 +28,8 @@ export interface OverlapRow {
 
 /** Per-rank overlap of one request, with the cache-credit results of algorithms §4. */
 export interface RankOverlap extends WorkerRank {
+  /** `worker_id:dp_rank`. */
+  key: string;
   device: number; hostExt: number; diskExt: number; externalExt: number;
   effectiveOverlapBlocks: number; cachedTokens: number; effectivePrefillTokens: number; routerCreditBlocks: number;
 }
@@ -123,7 +125,7 @@ export class KvIndex {
     for (let i = 0; i < rows; i++) {
       const wr = this.slots.get(s[i]);
       if (!wr) continue;
-      out.push({ workerId: wr.workerId, dpRank: wr.dpRank, device: d[i], hostExt: h[i], diskExt: k[i], externalExt: x[i],
+      out.push({ workerId: wr.workerId, dpRank: wr.dpRank, key: wr.key, device: d[i], hostExt: h[i], diskExt: k[i], externalExt: x[i],
         effectiveOverlapBlocks: eff[i], cachedTokens: ca[i], effectivePrefillTokens: ep[i], routerCreditBlocks: cr[i] });
     }
     return out;

@@ -8,7 +8,7 @@
  * this path creates a BigInt per block.
  */
 import { U64Counts } from './u64-counts.js';
-import type { WorkerRank } from './slots.js';
+import { rankKeyOf as rankKey, type WorkerRank } from './slots.js';
 import type { Clock, Rng } from './types.js';
 
 export interface LoadsOptions {
@@ -58,7 +58,6 @@ interface RankState {
   prefillTokens: number;
 }
 
-const rankKey = (w: bigint, r: number): string => `${w}:${r}`;
 
 export class ActiveLoads {
   private readonly o: LoadsOptions;
@@ -187,8 +186,11 @@ export class ActiveLoads {
   }
 
   /** Current load of a rank (zero for an unknown rank). */
-  rankLoad(workerId: bigint, dpRank: number): RankLoad {
-    const st = this.byRank.get(rankKey(workerId, dpRank));
+  rankLoad(workerId: bigint, dpRank: number): RankLoad { return this.loadOf(rankKey(workerId, dpRank)); }
+
+  /** {@link rankLoad} by `worker:rank` key (the selection path has the key already). */
+  loadOf(key: string): RankLoad {
+    const st = this.byRank.get(key);
     if (!st) return { activePrefillTokens: 0, activeDecodeBlocks: 0, activeRequests: 0 };
     return {
       activePrefillTokens: st.prefillTokens,
@@ -202,8 +204,13 @@ export class ActiveLoads {
    * request's blocks would not add to the rank's decode footprint (algorithms §6.4).
    */
   overlapDepth(workerId: bigint, dpRank: number, seq: Uint32Array, nBlocks: number): number {
-    const st = this.byRank.get(rankKey(workerId, dpRank));
-    if (!st || !this.o.trackActiveBlocks) return 0;
+    return this.depthOf(rankKey(workerId, dpRank), seq, nBlocks);
+  }
+
+  /** {@link overlapDepth} by `worker:rank` key. */
+  depthOf(key: string, seq: Uint32Array, nBlocks: number): number {
+    const st = this.byRank.get(key);
+    if (!st || !this.o.trackActiveBlocks || st.blocks.size === 0) return 0;
     let d = 0;
     while (d < nBlocks && st.blocks.has(seq[2 * d], seq[2 * d + 1])) d++;
     return d;

@@ -14,6 +14,9 @@ import type { AdmissionQueue } from './queue.js';
 import type { Waiter } from './core.js';
 import type { SessionAffinityTable } from './affinity.js';
 
+/** A schedulable rank, with its `worker_id:dp_rank` key (the key of loads and overlap rows). */
+export interface RankRef { readonly entry: WorkerEntry; readonly dpRank: number; readonly key: string }
+
 export interface PartitionOptions {
   modelName: string; routingGroup: string; blockSize: number; isEagle: boolean;
   clock: Clock; rng: Rng; expirySecs: number; trackActiveBlocks: boolean;
@@ -42,8 +45,10 @@ export class Partition {
   queue!: AdmissionQueue<Waiter>;
   /** Session binding table (api §8), when session affinity is on (set by the core). */
   affinity: SessionAffinityTable | null = null;
-  /** Schedulable workers of this partition, by id. */
+  /** Schedulable workers of this partition, by id (change it through setWorker / removeWorker). */
   readonly workers = new Map<bigint, WorkerEntry>();
+  /** schedulableRanks() until the worker set changes (it runs on every selection). */
+  private rankCache: RankRef[] | null = null;
 
   constructor(key: string, o: PartitionOptions) {
     this.key = key;
@@ -61,16 +66,30 @@ export class Partition {
   /** The recorder that bookings feed (approximate primary or predicted side index), if any. */
   recorder(): ApproxIndex | null { return this.approx ?? this.predicted; }
 
-  /** Schedulable (worker, rank) pairs sorted by (worker_id, dp_rank). */
-  schedulableRanks(): { entry: WorkerEntry; dpRank: number }[] {
+  /** Schedulable (worker, rank) pairs sorted by (worker_id, dp_rank), with their `worker:rank` key. */
+  schedulableRanks(): readonly RankRef[] {
+    if (this.rankCache !== null) return this.rankCache;
     const ids = [...this.workers.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    const out: { entry: WorkerEntry; dpRank: number }[] = [];
+    const out: RankRef[] = [];
     for (const id of ids) {
       const e = this.workers.get(id) as WorkerEntry;
       if (e.lifecycle !== 'schedulable') continue;
-      for (const r of ranksOf(e.req)) out.push({ entry: e, dpRank: r });
+      for (const r of ranksOf(e.req)) out.push({ entry: e, dpRank: r, key: `${id}:${r}` });
     }
+    this.rankCache = out;
     return out;
+  }
+
+  /** Adds or replaces a worker of this partition. */
+  setWorker(entry: WorkerEntry): void {
+    this.workers.set(entry.req.worker_id, entry);
+    this.rankCache = null;
+  }
+
+  /** Removes a worker from this partition. */
+  removeWorker(workerId: bigint): void {
+    this.workers.delete(workerId);
+    this.rankCache = null;
   }
 
   /** Number of schedulable workers. */

@@ -5,12 +5,15 @@
  */
 export interface WorkerRank { workerId: bigint; dpRank: number }
 
+/** The `worker_id:dp_rank` key of a rank (loads, overlap rows and slots share it). */
+export const rankKeyOf = (workerId: bigint, dpRank: number): string => `${workerId}:${dpRank}`;
+
 export class SlotTable {
-  private readonly bySlot: (WorkerRank | null)[] = [];
+  private readonly bySlot: ((WorkerRank & { key: string }) | null)[] = [];
   private readonly byKey = new Map<string, number>();
   private readonly free: number[] = [];
 
-  private static key(workerId: bigint, dpRank: number): string { return `${workerId}:${dpRank}`; }
+  private static key(workerId: bigint, dpRank: number): string { return rankKeyOf(workerId, dpRank); }
 
   /** The slot of (worker, rank), or -1. */
   find(workerId: bigint, dpRank: number): number {
@@ -26,10 +29,10 @@ export class SlotTable {
     if (this.free.length > 0) {
       this.free.sort((a, b) => b - a);
       slot = this.free.pop() as number;
-      this.bySlot[slot] = { workerId, dpRank };
+      this.bySlot[slot] = { workerId, dpRank, key: k };
     } else {
       slot = this.bySlot.length;
-      this.bySlot.push({ workerId, dpRank });
+      this.bySlot.push({ workerId, dpRank, key: k });
     }
     this.byKey.set(k, slot);
     return slot;
@@ -39,13 +42,13 @@ export class SlotTable {
   release(slot: number): void {
     const w = this.bySlot[slot];
     if (!w) return;
-    this.byKey.delete(SlotTable.key(w.workerId, w.dpRank));
+    this.byKey.delete(w.key);
     this.bySlot[slot] = null;
     this.free.push(slot);
   }
 
-  /** (worker, rank) of a live slot. */
-  get(slot: number): WorkerRank | null { return this.bySlot[slot] ?? null; }
+  /** (worker, rank) and key of a live slot. */
+  get(slot: number): (WorkerRank & { key: string }) | null { return this.bySlot[slot] ?? null; }
 
   /** Live slots of one worker id (all its ranks). */
   slotsOf(workerId: bigint): number[] {

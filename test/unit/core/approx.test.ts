@@ -61,7 +61,7 @@ test('removeRank forgets a rank\'s records', () => {
 });
 
 test('mergeOverlapMax keeps, per rank, the row with more effective overlap', () => {
-  const row = (w: bigint, eff: number): RankOverlap => ({ workerId: w, dpRank: 0, device: eff, hostExt: 0, diskExt: 0, externalExt: 0,
+  const row = (w: bigint, eff: number): RankOverlap => ({ workerId: w, dpRank: 0, key: `${w}:0`, device: eff, hostExt: 0, diskExt: 0, externalExt: 0,
     effectiveOverlapBlocks: eff, cachedTokens: eff * 4, effectivePrefillTokens: 0, routerCreditBlocks: eff });
   const m = mergeOverlapMax([row(1n, 1), row(2n, 5)], [row(1n, 4), row(2n, 5), row(3n, 2)]);
   assert.deepEqual(m.map((r) => [r.workerId, r.device]).sort(), [[1n, 4], [2n, 5], [3n, 2]]);

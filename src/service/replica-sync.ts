@@ -17,6 +17,7 @@ import {
   type AffinityWireEvent,
 } from './replica-wire.js';
 import { validateZmqEndpoint } from './zmq-endpoint.js';
+import { BoundedQueue } from './bounded-queue.js';
 import type { Logger } from './service.js';
 
 /** Counters of the mesh (for logs and tests). */
@@ -50,9 +51,11 @@ export class ReplicaSync {
   private readonly pub: zmq.Publisher;
   private readonly sub: zmq.Subscriber;
   private readonly peers = new Set<string>();
-  private readonly outbox: [string, Buffer][] = [];
-  private readonly inLifecycle: ReplicaLifecycle[] = [];
-  private readonly inAffinity: AffinityWireEvent[] = [];
+  /** One send queue in publish order; each topic keeps its own bound (100,000 / 4,096). */
+  private readonly outbox = new BoundedQueue<[typeof LIFECYCLE_TOPIC | typeof AFFINITY_TOPIC, Buffer]>(LIMITS.replicaLifecycleQueue + LIMITS.replicaAffinityQueue);
+  private readonly queued = { [LIFECYCLE_TOPIC]: 0, [AFFINITY_TOPIC]: 0 };
+  private readonly inLifecycle = new BoundedQueue<ReplicaLifecycle>(LIMITS.replicaLifecycleQueue);
+  private readonly inAffinity = new BoundedQueue<AffinityWireEvent>(LIMITS.replicaAffinityQueue);
   private pumping = false;
   private applying = false;
   private closed = false;
@@ -104,18 +107,21 @@ export class ReplicaSync {
     this.enqueue(LIFECYCLE_TOPIC, encodeReplicaEvent({
       modelName: ev.modelName, routingGroup: ev.routingGroup, blockSize: ev.blockSize, requestId: ev.requestId,
       workerId: ev.workerId, dpRank: ev.dpRank, routerId: this.o.routerId, loraName: ev.loraName ?? null, data,
-    }), LIMITS.replicaLifecycleQueue);
+    }));
   }
 
   /** Queue a local binding event. */
   publishAffinity(ev: AffinityWireEvent): void {
     if (!this.o.affinity) return;
-    this.enqueue(AFFINITY_TOPIC, encodeAffinityEvent(ev), LIMITS.replicaAffinityQueue);
+    this.enqueue(AFFINITY_TOPIC, encodeAffinityEvent(ev));
   }
 
-  private enqueue(topic: string, payload: Buffer, cap: number): void {
+  /** Queues a message; when the lifecycle bound is reached the newest is dropped (best effort). */
+  private enqueue(topic: typeof LIFECYCLE_TOPIC | typeof AFFINITY_TOPIC, payload: Buffer): void {
     if (this.closed) return;
-    if (this.outbox.length >= cap) { this.stats.sendDropped++; return; }
+    const cap = topic === AFFINITY_TOPIC ? LIMITS.replicaAffinityQueue : LIMITS.replicaLifecycleQueue;
+    if (this.queued[topic] >= cap) { this.stats.sendDropped++; return; }
+    this.queued[topic]++;
     this.outbox.push([topic, payload]);
     if (!this.pumping) void this.pump();
   }
@@ -124,7 +130,8 @@ export class ReplicaSync {
     this.pumping = true;
     try {
       while (this.outbox.length > 0 && !this.closed) {
-        const [topic, payload] = this.outbox.shift() as [string, Buffer];
+        const [topic, payload] = this.outbox.shift() as [typeof LIFECYCLE_TOPIC, Buffer];
+        this.queued[topic]--;
         try {
           await this.pub.send([topic, payload]);
           this.stats.sent++;
@@ -156,19 +163,18 @@ export class ReplicaSync {
         if (topic === LIFECYCLE_TOPIC) {
           const e = decodeReplicaEvent(frames[1]);
           if (e.routerId === this.o.routerId) { this.stats.ownDropped++; continue; }
-          if (this.inLifecycle.length >= LIMITS.replicaLifecycleQueue) { this.stats.receiveDropped++; continue; }
           const base = { modelName: e.modelName, routingGroup: e.routingGroup, blockSize: e.blockSize, requestId: e.requestId,
             workerId: e.workerId, dpRank: e.dpRank, loraName: e.loraName ?? undefined };
           const d = e.data;
-          this.inLifecycle.push(d.kind === 'add'
+          const queued = this.inLifecycle.push(d.kind === 'add'
             ? { ...base, kind: 'add', seq: d.tokenSequence, trackPrefillTokens: d.trackPrefillTokens,
               expectedOutputTokens: d.expectedOutputTokens ?? undefined, prefillTokens: d.trackPrefillTokens ? d.initialEffectivePrefillTokens ?? 0 : 0 }
             : { ...base, kind: d.kind });
+          if (!queued) { this.stats.receiveDropped++; continue; }
         } else if (topic === AFFINITY_TOPIC && this.o.affinity) {
           const e = decodeAffinityEvent(frames[1]);
           if (e.writer_id === this.o.routerId) { this.stats.ownDropped++; continue; }
-          if (this.inAffinity.length >= LIMITS.replicaAffinityQueue) { this.stats.receiveDropped++; continue; }
-          this.inAffinity.push(e);
+          if (!this.inAffinity.push(e)) { this.stats.receiveDropped++; continue; }
         } else { this.stats.malformed++; continue; }
       } catch {
         this.stats.malformed++;

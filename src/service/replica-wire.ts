@@ -44,6 +44,12 @@ const u32 = (v: unknown): number | null => {
 };
 const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
 
+/**
+ * A u64 in its most compact msgpack form, as rmp-serde writes it: values that fit 32 bits as
+ * numbers (msgpackr picks the smallest uint format), larger ones as uint64 (a bigint).
+ */
+const wire = (v: bigint): bigint | number => (v <= 0xffffffffn ? Number(v) : v);
+
 /** Encodes a lifecycle event (payload frame). */
 export function encodeReplicaEvent(e: ReplicaEvent): Buffer {
   let data: unknown;
@@ -51,7 +57,7 @@ export function encodeReplicaEvent(e: ReplicaEvent): Buffer {
     const d = e.data;
     data = {
       AddRequest: {
-        token_sequence: d.tokenSequence,
+        token_sequence: d.tokenSequence === null ? null : d.tokenSequence.map(wire),
         track_prefill_tokens: d.trackPrefillTokens,
         expected_output_tokens: d.expectedOutputTokens,
         prefill_load_hint: d.initialEffectivePrefillTokens === null ? null
@@ -65,9 +71,9 @@ export function encodeReplicaEvent(e: ReplicaEvent): Buffer {
     block_size: e.blockSize,
     event: {
       request_id: e.requestId,
-      worker: { worker_id: e.workerId, dp_rank: e.dpRank },
+      worker: { worker_id: wire(e.workerId), dp_rank: e.dpRank },
       data,
-      router_id: e.routerId,
+      router_id: wire(e.routerId),
       lora_name: e.loraName,
     },
   });
@@ -119,8 +125,8 @@ export function decodeReplicaEvent(buf: Uint8Array): ReplicaEvent {
 /** Encodes a binding event. */
 export function encodeAffinityEvent(e: AffinityWireEvent): Buffer {
   return packr.pack({
-    model_name: e.model_name, routing_group: e.routing_group, session_id: e.session_id, worker_id: e.worker_id,
-    dp_rank: e.dp_rank, sequence: e.sequence, writer_id: e.writer_id,
+    model_name: e.model_name, routing_group: e.routing_group, session_id: e.session_id, worker_id: wire(e.worker_id),
+    dp_rank: e.dp_rank, sequence: wire(e.sequence), writer_id: wire(e.writer_id),
   });
 }
 

@@ -31,12 +31,19 @@ export interface PolicyMetrics {
   /** KV events the index applied differently from the engine's own view (0 = consistent). */
   index_mismatches: number;
   per_rank: { worker_id: number; dp_rank: number; requests: number; hit_rate: number }[];
+  /**
+   * Samples: time, the hit rate over the last {@link HIT_RATE_WINDOW} sample intervals (null
+   * before any prefill), and each rank's active tokens (`active_tokens[rank][sample]`).
+   */
   series: { t_s: number[]; hit_rate: (number | null)[]; active_tokens: number[][] };
   /** TTFT histogram over fixed log-spaced edges (ms); counts[i] is [edges[i-1], edges[i]). */
   ttft_histogram: { edges_ms: number[]; counts: number[] };
   /** Wall-clock time of the run, ms (not deterministic; everything else is). */
   wall_ms: number;
 }
+
+/** Sample intervals the hit-rate series is smoothed over. */
+export const HIT_RATE_WINDOW = 10;
 
 /** Histogram edges: 10^(k/4) ms for k = 0..24 (1 ms .. 1,000 s). */
 export const TTFT_EDGES_MS: readonly number[] = Array.from({ length: 25 }, (_, k) => Math.round(10 ** (k / 4) * 1000) / 1000);
@@ -63,6 +70,8 @@ export class MetricsRecorder {
   private readonly totals = { input: 0, cached: 0, output: 0, blocks: 0, cachedBlocks: 0 };
   private readonly rankStats: { requests: number; input: number; cached: number }[];
   private window = { input: 0, cached: 0 };
+  /** Per-sample window sums, for the rolling hit rate. */
+  private readonly windows: { input: number; cached: number }[] = [];
   private readonly series: PolicyMetrics['series'];
   private readonly ratios: number[] = [];
 
@@ -94,12 +103,15 @@ export class MetricsRecorder {
     t.input += r.isl; t.cached += r.cachedTokens; t.output += r.osl; t.blocks += r.keys.length; t.cachedBlocks += r.cachedBlocks;
   }
 
-  /** One sample at virtual time `tMs`: the hit rate since the last sample and each rank's load. */
+  /** One sample at virtual time `tMs`: the recent hit rate and each rank's load. */
   sample(tMs: number, activeTokens: readonly number[]): void {
     const s = this.series;
     s.t_s.push(tMs / 1000);
-    s.hit_rate.push(this.window.input > 0 ? this.window.cached / this.window.input : null);
+    this.windows.push(this.window);
     this.window = { input: 0, cached: 0 };
+    let input = 0, cached = 0;
+    for (const w of this.windows.slice(-HIT_RATE_WINDOW)) { input += w.input; cached += w.cached; }
+    s.hit_rate.push(input > 0 ? cached / input : null);
     let sum = 0, max = 0;
     activeTokens.forEach((a, i) => { s.active_tokens[i].push(a); sum += a; max = Math.max(max, a); });
     if (sum > 0) this.ratios.push(max / (sum / activeTokens.length));

@@ -98,3 +98,16 @@ test('policy lists: parameters and errors', () => {
   assert.throws(() => parsePolicies('kv,kv'), /listed twice/);
   assert.throws(() => parsePolicies(''), /no policies/);
 });
+
+test('the speed factor compresses arrivals: same requests, shorter makespan, more load', async () => {
+  const trace = conversationTrace(1000);
+  const o = { fleet: { workers: 4 }, policies: 'round_robin', seed: 1 };
+  const [x1] = (await simulate(trace, o)).policies;
+  const [x4] = (await simulate(trace, { ...o, speed: 4 })).policies;
+  assert.equal(x4.requests, x1.requests);
+  // arrivals span a quarter of the time; 4 workers then queue, so the makespan shrinks less
+  assert.ok(x4.makespan_s < 0.75 * x1.makespan_s, `${x4.makespan_s} s at x4 vs ${x1.makespan_s} s at x1`);
+  assert.ok(x4.throughput.requests_per_s > 1.3 * x1.throughput.requests_per_s);
+  assert.ok(x4.queue_wait_ms.p99 > x1.queue_wait_ms.p99, 'a denser arrival stream waits longer');
+  assert.ok(x4.series.t_s.at(-1)! < x1.series.t_s.at(-1)!);
+});

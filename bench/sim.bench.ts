@@ -47,7 +47,7 @@ function baseline(): number {
     const at = trace.timestamps[i];
     while (events.peekTime() <= at) events.runNext();
     clock.t = at;
-    const r: SimRequest = { index: i, id: `r${i}`, isl: ids.isl(i), osl: trace.outputLength[i], keys: ids.keys(i, []), arrival: at,
+    const r: SimRequest = { index: i, id: `r${i}`, isl: ids.isl(i), osl: trace.outputLength[i], keys: ids.keys(i, []), arrival: at, routed: at,
       prefillStart: 0, prefillEnd: 0, end: 0, cachedBlocks: 0, cachedTokens: 0, outputBlocks: 0 };
     engines[i % fleet.workers].arrive(r);
   }

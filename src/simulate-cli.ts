@@ -35,6 +35,10 @@ const USAGE = `usage: select-service simulate --trace FILE [options]
   --prefill-tps X           prefill tokens/s per rank (20000)
   --decode-tps X            decode tokens/s per request (50)
   --max-concurrent N        running requests per rank (64)
+  --max-batched-tokens N    each worker's max_num_batched_tokens (16384)
+  --queue-threshold X       router_queue_threshold: queue in the core while every rank has more
+                            than X x max_num_batched_tokens of active prefill (default: no queue)
+  --queue-policy P          fcfs (default), wspt or lcfs
   --overlap-score-credit X  --prefill-load-scale X  --temperature X   cost knobs of kv policies
   --scorer FILE             body of the custom policy's scorer function (ctx, cands, out)
   --seed S                  RNG seed (default 0)         --speed X          arrival speed-up (1)
@@ -46,6 +50,7 @@ const OPTIONS = {
   trace: { type: 'string' }, limit: { type: 'string' }, policies: { type: 'string' }, workers: { type: 'string' },
   'dp-ranks': { type: 'string' }, 'block-size': { type: 'string' }, 'capacity-blocks': { type: 'string' },
   'prefill-tps': { type: 'string' }, 'decode-tps': { type: 'string' }, 'max-concurrent': { type: 'string' },
+  'max-batched-tokens': { type: 'string' }, 'queue-threshold': { type: 'string' }, 'queue-policy': { type: 'string' },
   'overlap-score-credit': { type: 'string' }, 'prefill-load-scale': { type: 'string' }, temperature: { type: 'string' },
   scorer: { type: 'string' }, seed: { type: 'string' }, speed: { type: 'string' }, json: { type: 'boolean' },
   serve: { type: 'boolean' }, port: { type: 'string' }, host: { type: 'string' }, help: { type: 'boolean', short: 'h' },
@@ -82,7 +87,7 @@ export async function main(argv: string[], io: CliIo = process): Promise<number>
       workers: number(values.workers, 'workers'), dpRanks: number(values['dp-ranks'], 'dp-ranks'),
       blockSize: number(values['block-size'], 'block-size'), capacityBlocks: number(values['capacity-blocks'], 'capacity-blocks'),
       prefillTokensPerSec: number(values['prefill-tps'], 'prefill-tps'), decodeTokensPerSec: number(values['decode-tps'], 'decode-tps'),
-      maxConcurrent: number(values['max-concurrent'], 'max-concurrent'),
+      maxConcurrent: number(values['max-concurrent'], 'max-concurrent'), maxBatchedTokens: number(values['max-batched-tokens'], 'max-batched-tokens'),
     };
     for (const k of Object.keys(fleet) as (keyof FleetConfig)[]) if (fleet[k] === undefined) delete fleet[k];
     const knobs = {
@@ -91,12 +96,13 @@ export async function main(argv: string[], io: CliIo = process): Promise<number>
       routerTemperature: number(values.temperature, 'temperature'),
     };
     for (const k of Object.keys(knobs) as (keyof typeof knobs)[]) if (knobs[k] === undefined) delete knobs[k];
+    const queue = queueOption(number(values['queue-threshold'], 'queue-threshold'), values['queue-policy']);
     const trace = parseTrace(readFileSync(values.trace, 'utf8'), { limit: number(values.limit, 'limit') });
     const opts: SimulationOptions = {
       fleet, knobs, policies: values.policies ?? DEFAULT_POLICIES, seed: number(values.seed, 'seed') ?? 0,
       speed: number(values.speed, 'speed') ?? 1,
       scorer: values.scorer ? compileScorer(readFileSync(values.scorer, 'utf8')) : undefined,
-      onProgress: progress(io),
+      onProgress: progress(io), queue,
     };
     const result = await simulate(trace, opts);
     if (io.stderr.isTTY) io.stderr.write('\r\x1b[K');
@@ -107,6 +113,15 @@ export async function main(argv: string[], io: CliIo = process): Promise<number>
     if (err instanceof UsageError) { io.stderr.write(USAGE); return 2; }
     return 1;
   }
+}
+
+function queueOption(threshold: number | undefined, policy: string | undefined): SimulationOptions['queue'] {
+  if (policy !== undefined && !['fcfs', 'wspt', 'lcfs'].includes(policy)) throw new UsageError(`--queue-policy: fcfs, wspt or lcfs (got ${policy})`);
+  if (threshold === undefined) {
+    if (policy !== undefined) throw new UsageError('--queue-policy needs --queue-threshold');
+    return undefined;
+  }
+  return { threshold, policy: policy as 'fcfs' | 'wspt' | 'lcfs' | undefined };
 }
 
 /** Progress on stderr: a rewritten line on a terminal, a line per finished policy otherwise. */

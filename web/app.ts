@@ -43,7 +43,9 @@ function request(trace: string): RunRequest {
     fleet: {
       workers: num('workers'), dpRanks: num('dp-ranks'), blockSize: num('block-size'), capacityBlocks: num('capacity-blocks'),
       prefillTokensPerSec: num('prefill-tps'), decodeTokensPerSec: num('decode-tps'), maxConcurrent: num('max-concurrent'),
+      maxBatchedTokens: num('max-batched-tokens'),
     },
+    queue: num('queue-threshold') === undefined ? undefined : { threshold: num('queue-threshold') as number },
     knobs: { overlapScoreCredit: num('credit'), prefillLoadScale: num('scale'), routerTemperature: num('temperature') },
     scorer: useScorer ? $<HTMLTextAreaElement>('scorer').value : undefined,
   };

@@ -14,6 +14,7 @@ export interface RunRequest {
   knobs: Partial<CostKnobs>;
   seed: number;
   speed: number;
+  queue?: { threshold: number };
   /** Body of the custom policy's scorer (ctx, cands, out). */
   scorer?: string;
 }

@@ -21,7 +21,7 @@ scope.onmessage = (ev) => {
     try {
       const trace = parseTrace(req.trace, { limit: req.limit });
       const result = await simulate(trace, {
-        fleet: req.fleet, policies: req.policies, knobs: req.knobs, seed: req.seed, speed: req.speed,
+        fleet: req.fleet, policies: req.policies, knobs: req.knobs, seed: req.seed, speed: req.speed, queue: req.queue,
         scorer: req.scorer ? compileScorer(req.scorer) : undefined, progressEvery: 250,
         onProgress: (progress) => scope.postMessage({ type: 'progress', progress }),
       });

@@ -35,7 +35,10 @@ export interface SimRequest {
   readonly osl: number;
   /** Block keys, root first. */
   readonly keys: number[];
+  /** When the request reached the router. */
   readonly arrival: number;
+  /** When the router's selection completed (later than `arrival` only after waiting in its queue). */
+  readonly routed: number;
   prefillStart: number;
   prefillEnd: number;
   end: number;

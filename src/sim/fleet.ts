@@ -15,17 +15,19 @@ export interface FleetConfig extends EngineParams {
   workers: number;
   /** Data-parallel ranks per worker (each rank is an engine with its own cache). */
   dpRanks: number;
+  /** Each worker's `max_num_batched_tokens` (the router queue's busy threshold scales it). */
+  maxBatchedTokens: number;
 }
 
 /**
  * Defaults: 8 workers of one rank, block size 512 (the trace's own granularity: finer blocks add
  * no information, only work), 1,024 blocks (524,288 tokens) of KV per rank — about what an
  * 8B model leaves free on an 80 GB GPU — prefill 20,000 tokens/s, decode 50 tokens/s per request
- * and up to 64 running requests per rank.
+ * and up to 64 running requests per rank; `max_num_batched_tokens` 16,384.
  */
 export const DEFAULT_FLEET: Readonly<FleetConfig> = Object.freeze({
   workers: 8, dpRanks: 1, blockSize: TRACE_BLOCK_TOKENS, capacityBlocks: 1024,
-  prefillTokensPerSec: 20_000, decodeTokensPerSec: 50, maxConcurrent: 64,
+  prefillTokensPerSec: 20_000, decodeTokensPerSec: 50, maxConcurrent: 64, maxBatchedTokens: 16_384,
 });
 
 /**
@@ -43,7 +45,7 @@ export function fleetConfig(o: Partial<FleetConfig> = {}): FleetConfig {
     const v = f[k];
     if (!(Number.isInteger(v) && v >= min)) bad.push(`${k} must be an integer >= ${min} (got ${v})`);
   };
-  int('workers', 1); int('dpRanks', 1); int('blockSize', 1); int('maxConcurrent', 1);
+  int('workers', 1); int('dpRanks', 1); int('blockSize', 1); int('maxConcurrent', 1); int('maxBatchedTokens', 1);
   if (!(f.capacityBlocks >= 1) || (Number.isFinite(f.capacityBlocks) && !Number.isInteger(f.capacityBlocks))) {
     bad.push(`capacityBlocks must be an integer >= 1 or Infinity (got ${f.capacityBlocks})`);
   }
@@ -69,6 +71,7 @@ export function registerFleet(core: SelectionCore, f: FleetConfig): void {
       worker_id: id, model_name: SIM_MODEL, routing_group: SIM_GROUP, endpoint: `sim://worker-${id}`,
       block_size: f.blockSize, data_parallel_size: f.dpRanks, kv_events_endpoints: eps,
       total_kv_blocks: Number.isFinite(f.capacityBlocks) ? f.capacityBlocks : undefined,
+      max_num_batched_tokens: f.maxBatchedTokens,
     });
     if (rec.lifecycle !== 'schedulable') throw new Error(`simulated worker ${id} is not schedulable: ${rec.not_schedulable_reasons?.join('; ')}`);
   }

@@ -19,8 +19,10 @@ export interface PolicyMetrics {
   input_tokens: number; cached_tokens: number; output_tokens: number; blocks: number; cached_blocks: number;
   ttft_ms: Percentiles;
   e2e_ms: Percentiles;
-  /** Arrival to prefill start (waiting for a slot and for the prefill server). */
+  /** Arrival to prefill start (the router's admission queue, a slot, the prefill server). */
   queue_wait_ms: Percentiles;
+  /** Arrival to the end of selection: time in the core's admission queue (0 without queueing). */
+  router_wait_ms: Percentiles;
   /** First arrival to last completion, seconds of simulated time. */
   makespan_s: number;
   throughput: { requests_per_s: number; input_tokens_per_s: number; output_tokens_per_s: number };
@@ -64,6 +66,7 @@ export class MetricsRecorder {
   private readonly ttft: Float64Array;
   private readonly e2e: Float64Array;
   private readonly wait: Float64Array;
+  private readonly routerWait: Float64Array;
   private done = 0;
   private first = Infinity;
   private last = 0;
@@ -79,6 +82,7 @@ export class MetricsRecorder {
     this.ttft = new Float64Array(requests);
     this.e2e = new Float64Array(requests);
     this.wait = new Float64Array(requests);
+    this.routerWait = new Float64Array(requests);
     this.rankStats = ranks.map(() => ({ requests: 0, input: 0, cached: 0 }));
     this.series = { t_s: [], hit_rate: [], active_tokens: ranks.map(() => []) };
   }
@@ -97,6 +101,7 @@ export class MetricsRecorder {
     this.ttft[i] = r.prefillEnd - r.arrival;
     this.e2e[i] = r.end - r.arrival;
     this.wait[i] = r.prefillStart - r.arrival;
+    this.routerWait[i] = r.routed - r.arrival;
     this.first = Math.min(this.first, r.arrival);
     this.last = Math.max(this.last, r.end);
     const t = this.totals;
@@ -136,6 +141,7 @@ export class MetricsRecorder {
       ttft_ms: percentiles(this.ttft.subarray(0, this.done)),
       e2e_ms: percentiles(this.e2e.subarray(0, this.done)),
       queue_wait_ms: percentiles(this.wait.subarray(0, this.done)),
+      router_wait_ms: percentiles(this.routerWait.subarray(0, this.done)),
       makespan_s: span,
       throughput: { requests_per_s: this.done / span, input_tokens_per_s: t.input / span, output_tokens_per_s: t.output / span },
       load_imbalance: { mean: imb.mean, p90: imb.p90, max: ratios.length > 0 ? ratios[ratios.length - 1] : 0 },

@@ -17,6 +17,7 @@ export const REPORT_COLUMNS: readonly [string, (m: PolicyMetrics) => string][] =
   ['TTFT p50/p90/p99', (m) => `${ms(m.ttft_ms.p50)}/${ms(m.ttft_ms.p90)}/${ms(m.ttft_ms.p99)}`],
   ['E2E p50/p90/p99', (m) => `${ms(m.e2e_ms.p50)}/${ms(m.e2e_ms.p90)}/${ms(m.e2e_ms.p99)}`],
   ['wait p50/p99', (m) => `${ms(m.queue_wait_ms.p50)}/${ms(m.queue_wait_ms.p99)}`],
+  ['router wait p99', (m) => ms(m.router_wait_ms.p99)],
   ['req/s', (m) => num(m.throughput.requests_per_s, 2)],
   ['out tok/s', (m) => num(m.throughput.output_tokens_per_s, 0)],
   ['imbalance', (m) => num(m.load_imbalance.mean, 2)],

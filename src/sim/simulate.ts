@@ -13,7 +13,7 @@ import { parseRouterConfig } from '../core/config.js';
 import type { WorkerScorer } from '../core/policy.js';
 import { BlockIds } from './block-ids.js';
 import { EventQueue, VirtualClock } from './event-queue.js';
-import { SimEngine, type EngineHooks, type SimRequest } from './engine.js';
+import { SimEngine, type EngineHooks } from './engine.js';
 import { SIM_GROUP, SIM_MODEL, fleetConfig, registerFleet, type FleetConfig } from './fleet.js';
 import { IndexSink } from './index-sink.js';
 import { MetricsRecorder, type PolicyMetrics } from './metrics.js';
@@ -36,6 +36,11 @@ export interface SimulationOptions {
   samples?: number;
   /** Scorer of the `custom` policy. */
   scorer?: WorkerScorer;
+  /**
+   * The core's admission queue (algorithms §7): `threshold` is `router_queue_threshold` (a rank is
+   * busy above threshold x its `max_num_batched_tokens` of active prefill tokens); off by default.
+   */
+  queue?: { threshold: number; policy?: 'fcfs' | 'wspt' | 'lcfs' };
   onProgress?(p: SimProgress): void;
   /** Requests between progress reports (default 500). */
   progressEvery?: number;
@@ -48,6 +53,9 @@ export interface SimulationResult {
   requests: number;
   policies: PolicyMetrics[];
 }
+
+/** Microtask turns a settled `selectAndReserve` needs to reach its `.then` (async method + adoption). */
+const SETTLE_TURNS = 16;
 
 export const DEFAULT_POLICIES = 'kv,round_robin,random,least_loaded';
 export const DEFAULT_KNOBS: Readonly<CostKnobs> = Object.freeze({ overlapScoreCredit: 1, prefillLoadScale: 1, routerTemperature: 0 });
@@ -75,7 +83,10 @@ export async function runPolicy(trace: Trace, ids: BlockIds, fleet: FleetConfig,
   const events = new EventQueue(clock);
   const setup = policySetup(spec, { knobs: { ...DEFAULT_KNOBS, ...o.knobs }, clock, scorer: o.scorer });
   // Expiry is a guard against lost frees; a simulation loses none, and its queues may be long.
-  const config = parseRouterConfig({}, { useKvEvents: true, activeRequestExpirySecs: 10 * 365 * 86400, ...setup.overrides });
+  const config = parseRouterConfig({}, {
+    useKvEvents: true, activeRequestExpirySecs: 10 * 365 * 86400, ...setup.overrides,
+    routerQueueThreshold: o.queue?.threshold, routerQueuePolicy: o.queue?.policy,
+  });
   const core = SelectionCore.newLocal(config, { clock, rng: seededRng(o.seed ?? 0), policies: setup.policies });
   try {
     registerFleet(core, fleet);
@@ -98,31 +109,48 @@ export async function runPolicy(trace: Trace, ids: BlockIds, fleet: FleetConfig,
     const duration = n > 0 ? trace.timestamps[n - 1] / o.speed : 0;
     const interval = Math.max(1, duration / Math.max(1, o.samples ?? 120));
     const sample = (): void => rec.sample(clock.t, engines.map((e) => e.activeTokens));
-    const sampler = (): void => { sample(); events.after(interval, sampler); };
+    // the sampler also runs the core's periodic work (the queue's recheck), as a host's timer would
+    const sampler = (): void => { sample(); core.maintain(); events.after(interval, sampler); };
     events.at(interval, sampler);
-    const every = o.progressEvery ?? 500;
-    let next = 0;
-    while (next < n || inFlight > 0) {
-      const tArrival = next < n ? trace.timestamps[next] / o.speed : Infinity;
-      if (events.peekTime() <= tArrival) { events.runNext(); continue; }
-      clock.t = tArrival;
-      const i = next++;
-      const keys = ids.keys(i, []);
-      const isl = ids.isl(i), osl = trace.outputLength[i];
-      const res = await core.selectAndReserve({
+    // Selections are promises: with queueing on, one may wait in the core's admission queue until
+    // a later prefill_complete or free drains it. Each is dispatched to its engine when it
+    // settles; the loop lets settled selections run (a few microtask turns) after every step, so
+    // a dispatch happens at the virtual time its selection completed.
+    let selecting = 0;
+    let failure: unknown = null;
+    const route = (i: number): void => {
+      const arrival = clock.t, keys = ids.keys(i, []), isl = ids.isl(i), osl = trace.outputLength[i];
+      selecting++;
+      core.selectAndReserve({
         model_name: SIM_MODEL, routing_group: SIM_GROUP, selection_id: `r${i}`,
         block_hashes: keys.map((k) => ids.local(k)), sequence_hashes: keys.map((k) => ids.seq(k)), isl_tokens: isl,
         expected_output_tokens: osl, session_id: sessionOf(trace, i),
-      });
-      const rank = rankOf.get(`${res.worker_id}:${res.dp_rank}`) as number;
-      reqRank[i] = rank;
-      const r: SimRequest = {
-        index: i, id: `r${i}`, isl, osl, keys, arrival: clock.t,
-        prefillStart: 0, prefillEnd: 0, end: 0, cachedBlocks: 0, cachedTokens: 0, outputBlocks: 0,
-      };
-      inFlight++;
-      engines[rank].arrive(r);
-      if (next % every === 0 || next === n) o.onProgress?.({ policy: spec.label, index: o.index, policies: o.count, done: next, total: n });
+      }).then((res) => {
+        selecting--;
+        const rank = rankOf.get(`${res.worker_id}:${res.dp_rank}`) as number;
+        reqRank[i] = rank;
+        engines[rank].arrive({
+          index: i, id: `r${i}`, isl, osl, keys, arrival, routed: clock.t,
+          prefillStart: 0, prefillEnd: 0, end: 0, cachedBlocks: 0, cachedTokens: 0, outputBlocks: 0,
+        });
+      }, (err: unknown) => { failure ??= err; });
+    };
+    const every = o.progressEvery ?? 500;
+    const stallAt = duration * 100 + 30 * 86_400_000;
+    let next = 0;
+    while (next < n || inFlight > 0) {
+      const tArrival = next < n ? trace.timestamps[next] / o.speed : Infinity;
+      if (events.peekTime() <= tArrival) events.runNext();
+      else {
+        clock.t = tArrival;
+        inFlight++;
+        route(next++);
+        if (next % every === 0 || next === n) o.onProgress?.({ policy: spec.label, index: o.index, policies: o.count, done: next, total: n });
+      }
+      if (selecting > 0) for (let k = 0; k < SETTLE_TURNS && selecting > 0; k++) await null;
+      if (failure !== null) throw failure;
+      if (selecting > 0 && !config.routerQueueThreshold) throw new Error('internal: a selection did not settle in time');
+      if (clock.t > stallAt) throw new Error(`simulation stalled: ${inFlight} requests unfinished at ${Math.round(clock.t / 1000)} s`);
     }
     sample();
     const evicted = engines.reduce((s, e) => s + e.cache.evicted, 0);

@@ -4,7 +4,7 @@ import { SimEngine, type EngineHooks, type KvEventSink, type SimRequest } from '
 import { EventQueue, VirtualClock } from '../../../src/sim/event-queue.js';
 
 function request(index: number, isl: number, osl: number, keys: number[], arrival: number): SimRequest {
-  return { index, id: `r${index}`, isl, osl, keys, arrival, prefillStart: 0, prefillEnd: 0, end: 0, cachedBlocks: 0, cachedTokens: 0, outputBlocks: 0 };
+  return { index, id: `r${index}`, isl, osl, keys, arrival, routed: arrival, prefillStart: 0, prefillEnd: 0, end: 0, cachedBlocks: 0, cachedTokens: 0, outputBlocks: 0 };
 }
 
 test('engine timeline: serial prefill, cache hit at prefill start, output blocks, admission limit', () => {

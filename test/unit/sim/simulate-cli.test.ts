@@ -64,6 +64,9 @@ test('usage errors exit 2, run failures exit 1, --help exits 0', async () => {
   assert.equal(await main(['--trace', 'x', '--workers', 'many'], s.io), 2);
   assert.match(s.o.err, /--workers: not a number: many/);
   s = io();
+  assert.equal(await main(['--trace', 'x', '--queue-threshold', '1', '--queue-policy', 'lifo'], s.io), 2);
+  assert.match(s.o.err, /--queue-policy: fcfs, wspt or lcfs \(got lifo\)/);
+  s = io();
   assert.equal(await main(['--bogus'], s.io), 2);
   s = io();
   assert.equal(await main(['--trace', '/nonexistent/trace.jsonl'], s.io), 1);

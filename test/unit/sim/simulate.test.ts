@@ -111,3 +111,15 @@ test('the speed factor compresses arrivals: same requests, shorter makespan, mor
   assert.ok(x4.queue_wait_ms.p99 > x1.queue_wait_ms.p99, 'a denser arrival stream waits longer');
   assert.ok(x4.series.t_s.at(-1)! < x1.series.t_s.at(-1)!);
 });
+
+test('with a router queue threshold, requests wait in the core\'s admission queue and all complete', async () => {
+  const trace = conversationTrace(1500);
+  const o = { fleet: { workers: 2 }, policies: 'kv', seed: 1, speed: 3 };
+  const [open] = (await simulate(trace, o)).policies;
+  assert.equal(open.router_wait_ms.p99, 0);
+  const [queued] = (await simulate(trace, { ...o, queue: { threshold: 0.5, policy: 'wspt' } })).policies;
+  assert.equal(queued.requests, 1500);
+  assert.equal(queued.index_mismatches, 0);
+  assert.ok(queued.router_wait_ms.p99 > 0, 'some selections waited for a rank to drop below 8,192 active prefill tokens');
+  assert.ok(queued.queue_wait_ms.p99 >= queued.router_wait_ms.p99);
+});

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // One build script: AssemblyScript -> build/wasm, the wasm bytes embedded as a JS module (so the
-// core instantiates identically in Node and in a browser, with no fs or fetch), then tsc.
+// core instantiates identically in Node and in a browser, with no fs or fetch), then tsc, then the
+// browser bundles (scripts/bundle-web.mjs: the simulator page and `select-service/browser`).
 // Flags: --wasm-only, --if-stale (skip when every output is newer than every input).
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync, mkdirSync, statSync, readdirSync, existsSync, chmodSync } from 'node:fs';
@@ -12,6 +13,7 @@ const args = new Set(process.argv.slice(2));
 const wasmOut = join(root, 'build/wasm/select.wasm');
 const embedOut = join(root, 'build/dist/src/generated/wasm-bytes.js');
 const cliOut = join(root, 'build/dist/src/cli.js');
+const webOut = join(root, 'build/web/BUILT');
 
 function newest(dir) {
   let t = 0;
@@ -29,10 +31,10 @@ function run(cmd, argv) {
 }
 
 const srcTime = Math.max(newest(join(root, 'src')), newest(join(root, 'test')), newest(join(root, 'bench')),
-  mtime(join(root, 'tsconfig.json')), mtime(join(root, 'package.json')));
+  newest(join(root, 'web')), mtime(join(root, 'tsconfig.json')), mtime(join(root, 'package.json')));
 const asTime = Math.max(newest(join(root, 'assembly')), mtime(join(root, 'asconfig.json')));
 const stale = !args.has('--if-stale') || mtime(wasmOut) < asTime || mtime(embedOut) < asTime
-  || mtime(cliOut) < srcTime || mtime(embedOut) < mtime(wasmOut);
+  || mtime(cliOut) < srcTime || mtime(embedOut) < mtime(wasmOut) || mtime(webOut) < mtime(cliOut);
 if (!stale) process.exit(0);
 
 const asc = join(root, 'node_modules/assemblyscript/bin/asc.js');
@@ -48,3 +50,4 @@ writeFileSync(embedOut,
 if (args.has('--wasm-only')) process.exit(0);
 run(join(root, 'node_modules/typescript/bin/tsc'), ['-p', 'tsconfig.json']);
 if (existsSync(cliOut)) chmodSync(cliOut, 0o755);
+await (await import('./bundle-web.mjs')).bundleWeb(root);

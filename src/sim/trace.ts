@@ -1,0 +1,100 @@
+/**
+ * A Mooncake-format request trace (kvcache-ai/Mooncake FAST'25; `../shared/traces/README.md`),
+ * one JSON object a line: `timestamp` (ms from the start), `input_length` and `output_length`
+ * (tokens), `hash_ids` (prefix-block ids, {@link TRACE_BLOCK_TOKENS} tokens each; equal ids at
+ * equal positions are a reusable prefix).
+ *
+ * Held as flat typed arrays (12,031 requests and 288,500 ids of the conversation trace fit in a
+ * few MB), so a trace is parsed once and replayed under every policy without per-request objects.
+ * Isomorphic: the caller reads the file (Node) or the picked `File` (browser).
+ */
+
+/** Tokens per trace hash_id. */
+export const TRACE_BLOCK_TOKENS = 512;
+
+/** A parsed trace. Request `i` owns `hashIds[offsets[i] .. offsets[i + 1])`. */
+export interface Trace {
+  readonly length: number;
+  /** Arrival times, ms from the trace start (non-decreasing). */
+  readonly timestamps: Float64Array;
+  readonly inputLength: Int32Array;
+  readonly outputLength: Int32Array;
+  readonly offsets: Int32Array;
+  readonly hashIds: Int32Array;
+}
+
+/** Options of {@link parseTrace}. */
+export interface ParseTraceOptions {
+  /** Keep only the first `limit` requests. */
+  limit?: number;
+}
+
+interface RawLine { timestamp?: unknown; input_length?: unknown; output_length?: unknown; hash_ids?: unknown }
+
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
+
+/**
+ * Parse JSONL trace text. Blank lines are skipped; a malformed line throws an Error naming its
+ * line number. Requests are sorted by timestamp (stable), as the trace is a replay order.
+ */
+export function parseTrace(text: string, opts: ParseTraceOptions = {}): Trace {
+  const limit = opts.limit ?? Infinity;
+  const rows: { t: number; i: number; o: number; ids: number[] }[] = [];
+  let start = 0;
+  let lineNo = 0;
+  while (start < text.length && rows.length < limit) {
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = text.length;
+    lineNo++;
+    const line = text.slice(start, end).trim();
+    start = end + 1;
+    if (line.length === 0) continue;
+    let j: RawLine;
+    try { j = JSON.parse(line) as RawLine; } catch (err) {
+      throw new Error(`trace line ${lineNo}: not JSON (${err instanceof Error ? err.message : String(err)})`);
+    }
+    const ids = j.hash_ids;
+    if (typeof j.timestamp !== 'number' || !Number.isFinite(j.timestamp) || !isCount(j.input_length) || !isCount(j.output_length)
+      || !Array.isArray(ids) || !ids.every(isCount)) {
+      throw new Error(`trace line ${lineNo}: needs timestamp, input_length, output_length and hash_ids (non-negative integers)`);
+    }
+    if (j.input_length > ids.length * TRACE_BLOCK_TOKENS) {
+      throw new Error(`trace line ${lineNo}: input_length ${j.input_length} exceeds ${ids.length} hash_ids x ${TRACE_BLOCK_TOKENS} tokens`);
+    }
+    rows.push({ t: j.timestamp, i: j.input_length, o: j.output_length, ids: ids as number[] });
+  }
+  rows.sort((a, b) => a.t - b.t);
+  const n = rows.length;
+  const offsets = new Int32Array(n + 1);
+  for (let k = 0; k < n; k++) offsets[k + 1] = offsets[k] + rows[k].ids.length;
+  const trace = {
+    length: n, timestamps: new Float64Array(n), inputLength: new Int32Array(n), outputLength: new Int32Array(n),
+    offsets, hashIds: new Int32Array(offsets[n]),
+  };
+  rows.forEach((r, k) => {
+    trace.timestamps[k] = r.t; trace.inputLength[k] = r.i; trace.outputLength[k] = r.o;
+    trace.hashIds.set(r.ids, offsets[k]);
+  });
+  return trace;
+}
+
+/**
+ * The session a request belongs to, or undefined. The trace carries no session ids; every
+ * request starts with the same root block (id 0, a shared system prompt), and the block after
+ * it is almost always distinct per conversation (7,373 distinct second ids among 12,031
+ * conversation requests), so the second hash_id names the conversation.
+ */
+export function sessionOf(trace: Trace, i: number): string | undefined {
+  const at = trace.offsets[i] + 1;
+  return at < trace.offsets[i + 1] ? `s${trace.hashIds[at]}` : undefined;
+}
+
+/** The first `n` lines of JSONL text (a sample slice of a trace). */
+export function headLines(text: string, n: number): string {
+  let end = 0;
+  for (let k = 0; k < n && end >= 0; k++) {
+    end = text.indexOf('\n', end);
+    if (end >= 0) end++;
+  }
+  return end < 0 ? text : text.slice(0, end);
+}

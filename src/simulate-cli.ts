@@ -1,0 +1,152 @@
+/**
+ * `select-service simulate`: replay a Mooncake trace through the selection core under several
+ * routing policies and print their metrics (a table, or JSON with `--json`), or serve the
+ * simulator page (`--serve`). `src/cli.ts` dispatches `select-service simulate ...` here; the
+ * file also runs on its own: `node build/dist/src/simulate-cli.js --trace FILE`.
+ */
+import { readFileSync, realpathSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+import { parseTrace } from './sim/trace.js';
+import { simulate, DEFAULT_POLICIES, type SimulationOptions } from './sim/simulate.js';
+import { compileScorer } from './sim/custom-scorer.js';
+import { formatReport, reportJson } from './sim/report.js';
+import type { FleetConfig } from './sim/fleet.js';
+import { serveStatic } from './simulate-serve.js';
+
+/** Where output goes (tests pass their own). */
+export interface CliIo {
+  stdout: { write(s: string): unknown };
+  stderr: { write(s: string): unknown; isTTY?: boolean };
+}
+
+const USAGE = `usage: select-service simulate --trace FILE [options]
+       select-service simulate --serve [--port P]
+
+  --trace FILE              Mooncake JSONL trace (timestamp, input_length, output_length, hash_ids)
+  --limit N                 only the first N requests
+  --policies LIST           comma-separated, default ${DEFAULT_POLICIES}; kinds: kv, round_robin,
+                            random, least_loaded, session_affinity, custom; parameters as
+                            kind:key=value, e.g. kv:overlap_score_credit=0.5:router_temperature=0.1
+  --workers N               workers (default 8)          --dp-ranks N       ranks per worker (1)
+  --block-size N            tokens per block, divides 512 (default 512)
+  --capacity-blocks N|inf   KV blocks per rank (default 524,288 tokens' worth)
+  --prefill-tps X           prefill tokens/s per rank (20000)
+  --decode-tps X            decode tokens/s per request (50)
+  --max-concurrent N        running requests per rank (64)
+  --max-batched-tokens N    each worker's max_num_batched_tokens (16384)
+  --queue-threshold X       router_queue_threshold: queue in the core while every rank has more
+                            than X x max_num_batched_tokens of active prefill (default: no queue)
+  --queue-policy P          fcfs (default), wspt or lcfs
+  --overlap-score-credit X  --prefill-load-scale X  --temperature X   cost knobs of kv policies
+  --scorer FILE             body of the custom policy's scorer function (ctx, cands, out)
+  --seed S                  RNG seed (default 0)         --speed X          arrival speed-up (1)
+  --json                    print JSON instead of the table
+  --serve [--port P]        serve the simulator page (default port 8093)
+`;
+
+const OPTIONS = {
+  trace: { type: 'string' }, limit: { type: 'string' }, policies: { type: 'string' }, workers: { type: 'string' },
+  'dp-ranks': { type: 'string' }, 'block-size': { type: 'string' }, 'capacity-blocks': { type: 'string' },
+  'prefill-tps': { type: 'string' }, 'decode-tps': { type: 'string' }, 'max-concurrent': { type: 'string' },
+  'max-batched-tokens': { type: 'string' }, 'queue-threshold': { type: 'string' }, 'queue-policy': { type: 'string' },
+  'overlap-score-credit': { type: 'string' }, 'prefill-load-scale': { type: 'string' }, temperature: { type: 'string' },
+  scorer: { type: 'string' }, seed: { type: 'string' }, speed: { type: 'string' }, json: { type: 'boolean' },
+  serve: { type: 'boolean' }, port: { type: 'string' }, host: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+} as const;
+
+class UsageError extends Error {}
+
+function number(v: string | undefined, flag: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = v === 'inf' || v === 'unbounded' ? Infinity : Number(v);
+  if (v.trim() === '' || Number.isNaN(n)) throw new UsageError(`--${flag}: not a number: ${v}`);
+  return n;
+}
+
+/** The static page's folder in a build (`build/web`). */
+export function webRoot(): string {
+  return join(dirname(fileURLToPath(import.meta.url)), '../../web');
+}
+
+/** Runs the command; resolves to the exit code (0 ok, 1 failure, 2 usage). */
+export async function main(argv: string[], io: CliIo = process): Promise<number> {
+  let values: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; args: string[] }>>['values'];
+  try {
+    values = parseArgs({ args: argv, options: OPTIONS, allowPositionals: false }).values;
+  } catch (err) {
+    io.stderr.write(`${err instanceof Error ? err.message : String(err)}\n${USAGE}`);
+    return 2;
+  }
+  if (values.help) { io.stdout.write(USAGE); return 0; }
+  try {
+    if (values.serve) return await serve(io, number(values.port, 'port') ?? 8093, values.host ?? '127.0.0.1');
+    if (!values.trace) throw new UsageError('--trace FILE is required');
+    const fleet: Partial<FleetConfig> = {
+      workers: number(values.workers, 'workers'), dpRanks: number(values['dp-ranks'], 'dp-ranks'),
+      blockSize: number(values['block-size'], 'block-size'), capacityBlocks: number(values['capacity-blocks'], 'capacity-blocks'),
+      prefillTokensPerSec: number(values['prefill-tps'], 'prefill-tps'), decodeTokensPerSec: number(values['decode-tps'], 'decode-tps'),
+      maxConcurrent: number(values['max-concurrent'], 'max-concurrent'), maxBatchedTokens: number(values['max-batched-tokens'], 'max-batched-tokens'),
+    };
+    for (const k of Object.keys(fleet) as (keyof FleetConfig)[]) if (fleet[k] === undefined) delete fleet[k];
+    const knobs = {
+      overlapScoreCredit: number(values['overlap-score-credit'], 'overlap-score-credit'),
+      prefillLoadScale: number(values['prefill-load-scale'], 'prefill-load-scale'),
+      routerTemperature: number(values.temperature, 'temperature'),
+    };
+    for (const k of Object.keys(knobs) as (keyof typeof knobs)[]) if (knobs[k] === undefined) delete knobs[k];
+    const queue = queueOption(number(values['queue-threshold'], 'queue-threshold'), values['queue-policy']);
+    const trace = parseTrace(readFileSync(values.trace, 'utf8'), { limit: number(values.limit, 'limit') });
+    const opts: SimulationOptions = {
+      fleet, knobs, policies: values.policies ?? DEFAULT_POLICIES, seed: number(values.seed, 'seed') ?? 0,
+      speed: number(values.speed, 'speed') ?? 1,
+      scorer: values.scorer ? compileScorer(readFileSync(values.scorer, 'utf8')) : undefined,
+      onProgress: progress(io), queue,
+    };
+    const result = await simulate(trace, opts);
+    if (io.stderr.isTTY) io.stderr.write('\r\x1b[K');
+    io.stdout.write(values.json ? `${JSON.stringify(reportJson(result), null, 2)}\n` : formatReport(result));
+    return 0;
+  } catch (err) {
+    io.stderr.write(`simulate: ${err instanceof Error ? err.message : String(err)}\n`);
+    if (err instanceof UsageError) { io.stderr.write(USAGE); return 2; }
+    return 1;
+  }
+}
+
+function queueOption(threshold: number | undefined, policy: string | undefined): SimulationOptions['queue'] {
+  if (policy !== undefined && !['fcfs', 'wspt', 'lcfs'].includes(policy)) throw new UsageError(`--queue-policy: fcfs, wspt or lcfs (got ${policy})`);
+  if (threshold === undefined) {
+    if (policy !== undefined) throw new UsageError('--queue-policy needs --queue-threshold');
+    return undefined;
+  }
+  return { threshold, policy: policy as 'fcfs' | 'wspt' | 'lcfs' | undefined };
+}
+
+/** Progress on stderr: a rewritten line on a terminal, a line per finished policy otherwise. */
+function progress(io: CliIo): SimulationOptions['onProgress'] {
+  return (p) => {
+    const what = `[${p.index + 1}/${p.policies}] ${p.policy}: ${p.done}/${p.total} requests`;
+    if (io.stderr.isTTY) io.stderr.write(`\r\x1b[K${what}`);
+    else if (p.done === p.total) io.stderr.write(`${what}\n`);
+  };
+}
+
+async function serve(io: CliIo, port: number, host: string): Promise<number> {
+  const server = await serveStatic(webRoot(), port, host);
+  const addr = server.address();
+  const url = typeof addr === 'object' && addr ? `http://${host}:${addr.port}/` : '';
+  io.stdout.write(`simulator page: ${url}  (Ctrl-C stops)\n`);
+  await new Promise<void>((resolve) => {
+    const stop = (): void => { server.close(() => resolve()); };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  return 0;
+}
+
+// run when executed directly (`node build/dist/src/simulate-cli.js ...`)
+if (process.argv[1] && realpathSync(process.argv[1]) === realpathSync(fileURLToPath(import.meta.url))) {
+  main(process.argv.slice(2)).then((code) => { process.exitCode = code; });
+}

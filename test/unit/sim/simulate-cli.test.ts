@@ -1,0 +1,94 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { main } from '../../../src/simulate-cli.js';
+import { serveStatic } from '../../../src/simulate-serve.js';
+import { headLines } from '../../../src/sim/trace.js';
+import { traceText } from './sim-helpers.js';
+
+function io() {
+  const o = { out: '', err: '' };
+  return { o, io: { stdout: { write: (s: string) => { o.out += s; } }, stderr: { write: (s: string) => { o.err += s; } } } };
+}
+
+function tempDir(t: { after(fn: () => void): void }): string {
+  const dir = mkdtempSync(join(tmpdir(), 'sim-cli-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+test('simulate prints a table per policy, with progress on stderr', async (t) => {
+  const file = join(tempDir(t), 'slice.jsonl');
+  writeFileSync(file, headLines(traceText(), 300));
+  const { o, io: s } = io();
+  assert.equal(await main(['--trace', file, '--workers', '4', '--capacity-blocks', '256', '--policies', 'kv,round_robin'], s), 0);
+  const lines = o.out.split('\n');
+  assert.match(lines[0], /^300 requests, 4 workers x 1 rank\(s\), block 512, KV 256 blocks\/rank/);
+  assert.match(lines[2], /^policy\s+hit\s+block hit\s+TTFT p50\/p90\/p99/);
+  assert.match(lines[4], /^kv\s+\d+\.\d%/);
+  assert.match(lines[5], /^round_robin\s+\d+\.\d%/);
+  assert.match(o.err, /\[2\/2\] round_robin: 300\/300 requests/);
+});
+
+test('simulate --json: every metric, unbounded capacity as null', async (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, 'slice.jsonl');
+  writeFileSync(file, headLines(traceText(), 200));
+  const scorer = join(dir, 'scorer.js');
+  writeFileSync(scorer, 'for (let i = 0; i < cands.length; i++) out[i] = -cands[i].deviceOverlapBlocks();');
+  const { o, io: s } = io();
+  const code = await main(['--trace', file, '--json', '--capacity-blocks', 'inf', '--policies', 'custom,least_loaded', '--scorer', scorer,
+    '--seed', '5', '--speed', '2', '--dp-ranks', '2', '--workers', '2'], s);
+  assert.equal(code, 0, o.err);
+  const r = JSON.parse(o.out);
+  assert.equal(r.fleet.capacityBlocks, null);
+  assert.equal(r.seed, 5);
+  assert.equal(r.speed, 2);
+  assert.deepEqual(r.policies.map((p: { policy: string }) => p.policy), ['custom', 'least_loaded']);
+  const p = r.policies[0];
+  for (const k of ['hit_rate', 'block_hit_rate', 'ttft_ms', 'e2e_ms', 'queue_wait_ms', 'throughput', 'load_imbalance', 'evicted_blocks', 'per_rank', 'series']) {
+    assert.ok(k in p, k);
+  }
+  assert.equal(p.per_rank.length, 4);
+  assert.equal(p.evicted_blocks, 0);
+});
+
+test('usage errors exit 2, run failures exit 1, --help exits 0', async () => {
+  let s = io();
+  assert.equal(await main(['--workers', '2'], s.io), 2);
+  assert.match(s.o.err, /--trace FILE is required/);
+  s = io();
+  assert.equal(await main(['--trace', 'x', '--workers', 'many'], s.io), 2);
+  assert.match(s.o.err, /--workers: not a number: many/);
+  s = io();
+  assert.equal(await main(['--trace', 'x', '--queue-threshold', '1', '--queue-policy', 'lifo'], s.io), 2);
+  assert.match(s.o.err, /--queue-policy: fcfs, wspt or lcfs \(got lifo\)/);
+  s = io();
+  assert.equal(await main(['--bogus'], s.io), 2);
+  s = io();
+  assert.equal(await main(['--trace', '/nonexistent/trace.jsonl'], s.io), 1);
+  assert.match(s.o.err, /^simulate: ENOENT/);
+  s = io();
+  assert.equal(await main(['--help'], s.io), 0);
+  assert.match(s.o.out, /^usage: select-service simulate/);
+});
+
+test('the static server serves files under its root only', async (t) => {
+  const dir = tempDir(t);
+  writeFileSync(join(dir, 'index.html'), '<p>hi</p>');
+  writeFileSync(join(dir, 'a.js'), 'x');
+  const server = await serveStatic(dir, 0);
+  t.after(() => server.close());
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const root = await fetch(`${base}/`);
+  assert.equal(root.status, 200);
+  assert.equal(root.headers.get('content-type'), 'text/html; charset=utf-8');
+  assert.equal(await root.text(), '<p>hi</p>');
+  assert.equal((await fetch(`${base}/a.js`)).headers.get('content-type'), 'text/javascript; charset=utf-8');
+  assert.equal((await fetch(`${base}/missing.js`)).status, 404);
+  assert.equal((await fetch(`${base}/..%2f..%2f..%2fetc%2fpasswd`)).status, 403);
+  assert.equal((await fetch(`${base}/`, { method: 'POST' })).status, 405);
+});

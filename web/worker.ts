@@ -1,0 +1,33 @@
+/**
+ * The simulator's Web Worker: the same isomorphic simulator and wasm core as the CLI, off the
+ * page's main thread. Bundled into one classic script and started from a blob URL, so the page
+ * also works when opened from the file system.
+ */
+import { parseTrace } from '../src/sim/trace.js';
+import { simulate } from '../src/sim/simulate.js';
+import { compileScorer } from '../src/sim/custom-scorer.js';
+import type { RunRequest, WorkerMessage } from './protocol.js';
+
+interface WorkerScope {
+  onmessage: ((ev: MessageEvent<RunRequest>) => void) | null;
+  postMessage(m: WorkerMessage): void;
+}
+const scope = self as unknown as WorkerScope;
+
+scope.onmessage = (ev) => {
+  const req = ev.data;
+  const t0 = performance.now();
+  void (async () => {
+    try {
+      const trace = parseTrace(req.trace, { limit: req.limit });
+      const result = await simulate(trace, {
+        fleet: req.fleet, policies: req.policies, knobs: req.knobs, seed: req.seed, speed: req.speed, queue: req.queue,
+        scorer: req.scorer ? compileScorer(req.scorer) : undefined, progressEvery: 250,
+        onProgress: (progress) => scope.postMessage({ type: 'progress', progress }),
+      });
+      scope.postMessage({ type: 'done', result, requests: trace.length, wallMs: performance.now() - t0 });
+    } catch (err) {
+      scope.postMessage({ type: 'error', message: err instanceof Error ? err.message : String(err) });
+    }
+  })();
+};

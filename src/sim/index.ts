@@ -13,7 +13,6 @@ export { DEFAULT_FLEET, fleetConfig, registerFleet, workerIds, SIM_MODEL, SIM_GR
 export type { FleetConfig } from './fleet.js';
 export { POLICY_KINDS, parsePolicies, policySetup, minCostPicker, leastLoadedScorer } from './policies.js';
 export type { PolicyKind, PolicySpec, CostKnobs, PolicySetup } from './policies.js';
-export { sessionAffinityFactory } from './affinity-policy.js';
 export { EXAMPLE_SCORER, compileScorer, scorerOf } from './custom-scorer.js';
 export type { ScoreFn } from './custom-scorer.js';
 export { MetricsRecorder, percentiles, TTFT_EDGES_MS } from './metrics.js';

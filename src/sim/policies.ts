@@ -5,19 +5,15 @@
  * configuration (`overlap_score_credit`, `prefill_load_scale`, `router_temperature`). Every other
  * policy goes through the one custom-policy mechanism of the core (api §10: filters → scorers →
  * picker, registered by type name and chosen with `DYN_ROUTER_WORKER_SELECTION_POLICY`): round
- * robin and random are pickers, least loaded is a scorer, session affinity and a user-written
- * scorer compose with them.
+ * robin and random are pickers, least loaded and a user-written scorer are scorers. Session
+ * affinity is the default cost with the core's own binding tables (api §8) switched on.
  *
  * A spec string is `name` or `name:key=value:key=value`, e.g. `kv:overlap_score_credit=0.5`.
  */
 import type { RouterConfig } from '../core/config.js';
-import type { Clock } from '../core/types.js';
-import {
-  DEFAULT_COST_SETTINGS, PolicyRegistry, WorkerInputs, type DefaultCostSettings, type PolicyFactory,
-  type WorkerPicker, type WorkerScorer,
-} from '../core/policy.js';
+import { PolicyRegistry, WorkerInputs, type PolicyFactory, type WorkerPicker, type WorkerScorer } from '../core/policy.js';
 import { pickByCost } from '../core/selector.js';
-import { sessionAffinityFactory } from './affinity-policy.js';
+import type { SessionAffinityConfig } from '../core/core.js';
 import { EXAMPLE_SCORER, compileScorer } from './custom-scorer.js';
 
 /** Policy kinds. */
@@ -36,7 +32,7 @@ export interface PolicySpec {
 /** Default cost knobs every kv-based policy starts from (CLI flags / page fields set them). */
 export interface CostKnobs { overlapScoreCredit: number; prefillLoadScale: number; routerTemperature: number }
 
-const PARAM_NAMES = new Set(['overlap_score_credit', 'prefill_load_scale', 'router_temperature', 'ttl_secs']);
+const PARAM_NAMES = new Set(['overlap_score_credit', 'prefill_load_scale', 'router_temperature', 'ttl_secs', 'soft']);
 
 /** Parse `kv,round_robin,kv:overlap_score_credit=0.5`; throws an Error naming a bad entry. */
 export function parsePolicies(list: string): PolicySpec[] {
@@ -72,12 +68,13 @@ export interface PolicySetup {
   /** Router configuration overrides (cost knobs, the policy type name). */
   overrides: Partial<RouterConfig>;
   policies?: PolicyRegistry;
+  /** The core's session-affinity tables (api §8), for `session_affinity`. */
+  sessionAffinity?: SessionAffinityConfig;
 }
 
 /** Options of {@link policySetup}. */
 export interface SetupOptions {
   knobs: CostKnobs;
-  clock: Clock;
   /** The `custom` policy's scorer (default: {@link EXAMPLE_SCORER}). */
   scorer?: WorkerScorer;
 }
@@ -91,10 +88,12 @@ export function policySetup(spec: PolicySpec, o: SetupOptions): PolicySetup {
     routerTemperature: p.router_temperature ?? o.knobs.routerTemperature,
   };
   if (spec.kind === 'kv') return { overrides: { ...knobs } };
-  const base: DefaultCostSettings = { ...DEFAULT_COST_SETTINGS, ...knobs };
-  const factory: PolicyFactory = spec.kind === 'session_affinity'
-    ? sessionAffinityFactory({ clock: o.clock, ttlMs: (p.ttl_secs ?? 300) * 1000, base })
-    : simpleFactory(spec.kind, o.scorer);
+  // the default cost routed through the core's own binding tables: `ttl_secs` (default 300),
+  // `soft=1` for soft mode; sessions are the trace's conversations
+  if (spec.kind === 'session_affinity') {
+    return { overrides: { ...knobs }, sessionAffinity: { ttlSecs: p.ttl_secs ?? 300, mode: p.soft ? 'soft' : 'hard' } };
+  }
+  const factory: PolicyFactory = simpleFactory(spec.kind, o.scorer);
   const type = `sim-${spec.kind}`;
   return { overrides: { workerSelectionPolicy: type }, policies: new PolicyRegistry().register(type, factory) };
 }

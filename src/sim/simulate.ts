@@ -81,13 +81,15 @@ export async function runPolicy(trace: Trace, ids: BlockIds, fleet: FleetConfig,
   const wall0 = performance.now();
   const clock = new VirtualClock();
   const events = new EventQueue(clock);
-  const setup = policySetup(spec, { knobs: { ...DEFAULT_KNOBS, ...o.knobs }, clock, scorer: o.scorer });
+  const setup = policySetup(spec, { knobs: { ...DEFAULT_KNOBS, ...o.knobs }, scorer: o.scorer });
   // Expiry is a guard against lost frees; a simulation loses none, and its queues may be long.
   const config = parseRouterConfig({}, {
     useKvEvents: true, activeRequestExpirySecs: 10 * 365 * 86400, ...setup.overrides,
     routerQueueThreshold: o.queue?.threshold, routerQueuePolicy: o.queue?.policy,
   });
-  const core = SelectionCore.newLocal(config, { clock, rng: seededRng(o.seed ?? 0), policies: setup.policies });
+  const core = SelectionCore.newLocal(config, {
+    clock, rng: seededRng(o.seed ?? 0), policies: setup.policies, sessionAffinity: setup.sessionAffinity, affinitySequenceStart: 1n,
+  });
   try {
     registerFleet(core, fleet);
     const part = core.partition(SIM_MODEL, SIM_GROUP);

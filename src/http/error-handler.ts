@@ -31,7 +31,8 @@ export function toHttpError(err: unknown): SelectionError {
 export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((err, req, reply) => {
     const e = toHttpError(err);
-    if (e.status >= 500) req.log.error({ err, code: e.code }, 'request failed');
+    // 503 (not ready, shutting down) and 429 are normal operation: debug, like other client errors.
+    if (e.status >= 500 && e.status !== 503) req.log.error({ err, code: e.code }, 'request failed');
     else req.log.debug({ code: e.code, error: e.message }, 'request rejected');
     reply.code(e.status).send(errorBody(e));
   });

@@ -1,7 +1,10 @@
-/** `select-service` flag parsing (api §4.1): syntax, defaults, every problem listed, config overrides. */
+/** `select-service` flag parsing (api §4.1): syntax, defaults, every problem listed, config overrides, the README table. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CliError, parseCliArgs, routerOverrides } from '../../../src/cli-args.js';
+import { readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CliError, FLAGS, parseCliArgs, routerOverrides } from '../../../src/cli-args.js';
 import { parseRouterConfig } from '../../../src/core/config.js';
 
 const problems = (argv: string[]): readonly string[] => {
@@ -58,4 +61,9 @@ test('every problem of a command line is listed, each naming its flag', () => {
     '--selection-cache-ttl-secs: must be a number between 0 and 9007199254740991 (got "-1")',
     '--selection-cache-max-entries: must be an integer between 0 and 9007199254740991 (got "1.5")',
   ]);
+});
+
+test('the README flag table names every flag', async () => {
+  const readme = await readFile(join(dirname(fileURLToPath(import.meta.url)), '../../../../../README.md'), 'utf8');
+  for (const f of FLAGS) assert.match(readme, new RegExp(`\\| \`${f.name}[ \`]|, \`${f.name}\`|/ \`${f.name}\``), f.name);
 });

@@ -10,7 +10,7 @@ import { LIMITS } from '../core/config.js';
 import type { ServiceApi } from '../core/types.js';
 import { VERSION } from '../version.js';
 import { ignoreBodies, useJsonBodies } from './content-type.js';
-import { installErrorHandler } from './error-handler.js';
+import { installErrorHandler, sendError } from './error-handler.js';
 import { stringifyJson } from './json.js';
 import { installNotFound } from './not-found.js';
 import { openApiRoute } from './openapi.js';
@@ -46,6 +46,13 @@ export function createServer(opts: ServerOptions = {}): FastifyInstance {
     // Reservation ids are client strings of any length (Fastify's default cap is 100 chars -> 404).
     routerOptions: { maxParamLength: 16 * 1024 },
     logController: new DebugRequestLogs(),
+    // While closing, requests on open keep-alive connections still reach the routes: /ready then
+    // answers its 503 body and selections `selection service is shutting down`, instead of
+    // Fastify's own 503 body (which is not the `{"error": ...}` shape).
+    return503OnClosing: false,
+    // Errors Fastify raises before routing (a malformed %-escape in the URL) skip the error
+    // handler; route them to the same mapping.
+    frameworkErrors: sendError,
   });
 }
 

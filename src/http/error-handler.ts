@@ -3,7 +3,7 @@
  * catalogue status and `{"error", "details"?}` body; Fastify's own transport errors are mapped
  * to catalogue codes; anything else is a 500 (logged with its stack, answered without it).
  */
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { SelectionError, errorBody } from '../core/errors.js';
 import { unsupportedMediaType } from './content-type.js';
 
@@ -27,13 +27,16 @@ export function toHttpError(err: unknown): SelectionError {
   return new SelectionError('SEL_INTERNAL', 'internal error', undefined, { cause: err });
 }
 
+/** Answers `err` with its catalogue status and body. */
+export function sendError(err: unknown, req: FastifyRequest, reply: FastifyReply): void {
+  const e = toHttpError(err);
+  // 503 (not ready, shutting down) and 429 are normal operation: debug, like other client errors.
+  if (e.status >= 500 && e.status !== 503) req.log.error({ err, code: e.code }, 'request failed');
+  else req.log.debug({ code: e.code, error: e.message }, 'request rejected');
+  reply.code(e.status).send(errorBody(e));
+}
+
 /** Installs the handler on `app` (and, by inheritance, every scope under it). */
 export function installErrorHandler(app: FastifyInstance): void {
-  app.setErrorHandler((err, req, reply) => {
-    const e = toHttpError(err);
-    // 503 (not ready, shutting down) and 429 are normal operation: debug, like other client errors.
-    if (e.status >= 500 && e.status !== 503) req.log.error({ err, code: e.code }, 'request failed');
-    else req.log.debug({ code: e.code, error: e.message }, 'request rejected');
-    reply.code(e.status).send(errorBody(e));
-  });
+  app.setErrorHandler(sendError);
 }

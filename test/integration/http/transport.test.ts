@@ -64,6 +64,9 @@ test('bodies over 8 MiB are 413; a body just under the limit is parsed', async (
 
 test('every error body is {"error": ...} only, with application/json', async (t) => {
   const s = await startServer(t);
+  const badUrl = await rawRequest(s.base, 'POST', '/reservations/%E0%A4%A/prefill_complete');
+  assert.equal(badUrl.status, 400);
+  assert.deepEqual(Object.keys(JSON.parse(badUrl.text)), ['error'], 'a malformed %-escape');
   for (const r of [await s.call('GET', '/nope'), await s.call('PUT', '/workers'), await s.call('POST', '/select', '{'),
     await s.call('POST', '/reservations', {}), await s.call('DELETE', '/workers/x'), await s.call('POST', '/select', { token_ids: [1] })]) {
     assert.deepEqual(Object.keys(r.body), ['error'], r.text);

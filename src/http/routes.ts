@@ -31,8 +31,8 @@ export interface Call {
   service: ServiceApi;
   req: FastifyRequest;
   reply: FastifyReply;
-  /** The JSON object body (routes with `body: 'json'` only). */
-  body: Record<string, unknown>;
+  /** The JSON object body (routes with `body: 'json'`); read after the path, as axum extracts. */
+  readonly body: Record<string, unknown>;
   params: Record<string, string>;
 }
 
@@ -50,7 +50,7 @@ export interface RouteDef {
   errors: Record<number, string>;
   query?: boolean;
   policyClassHeader?: boolean;
-  /** Filled in by the app (the document route needs the finished table). */
+  /** Runs the operation: returns the body (sent with `status`) or a {@link WithStatus}. */
   handle(c: Call): unknown;
 }
 
@@ -131,8 +131,10 @@ export const ROUTES: readonly RouteDef[] = [
 
 /** Runs a route: body rule, handler, status. Thrown errors go to the one error handler. */
 export async function run(def: RouteDef, service: ServiceApi, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-  const body = def.body === 'json' ? jsonObjectBody(req) : {};
-  const out = await def.handle({ service, req, reply, body, params: (req.params ?? {}) as Record<string, string> });
+  const out = await def.handle({
+    service, req, reply, params: (req.params ?? {}) as Record<string, string>,
+    get body() { return def.body === 'json' ? jsonObjectBody(req) : {}; },
+  });
   if (out instanceof WithStatus) {
     reply.code(out.status);
     return out.body;

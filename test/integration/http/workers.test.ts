@@ -95,6 +95,7 @@ test('bad worker ids: a non-numeric or out-of-range path is 400, a body id that 
     assert.match(r.body.error, /Cannot parse `worker_id`/);
   }
   assert.equal((await s.call('PATCH', '/workers/x1', {})).status, 400);
+  assert.equal((await s.call('PATCH', '/workers/x1')).status, 400, 'the path is checked before the body');
   for (const body of ['{"worker_id": -1}', '{"worker_id": 18446744073709551616}', '{"worker_id": "1"}', '{"model_name": "m"}']) {
     const r = await s.call('POST', '/workers', body);
     assert.equal(r.status, 422, body);

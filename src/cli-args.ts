@@ -8,6 +8,7 @@
 import type { RouterConfig } from './core/config.js';
 import { validateZmqEndpoint } from './service/zmq-endpoint.js';
 
+/** Pino levels accepted by `--log-level`. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 

@@ -13,6 +13,7 @@ import type {
 const int = () => z.number().int().min(0);
 const rankMap = () => z.record(z.string(), z.string());
 
+/** Every error body (api §1). */
 export const ErrorSchema = z.object({
   error: z.string(),
   details: z.record(z.string(), z.unknown()).optional().describe('queue rejections: {policy_class, limit_kind, current, limit}'),

@@ -19,6 +19,7 @@ import {
   ReadyResponseSchema, ReservationResponseSchema, SelectResponseSchema, StatusOkSchema, WorkerRecordSchema,
 } from './response-schemas.js';
 
+/** The methods the API uses (GET routes also answer HEAD). */
 export type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
 /** A response that needs a status other than the route's usual one. */
@@ -36,6 +37,7 @@ export interface Call {
   params: Record<string, string>;
 }
 
+/** One route: how it is mounted, documented and run. */
 export interface RouteDef {
   method: Method;
   /** Fastify path syntax (`:param`). */

@@ -28,6 +28,7 @@ export interface CatalogTarget {
   deleteWorker(workerId: bigint): unknown;
 }
 
+/** Options of {@link WorkersFileDiscovery}. */
 export interface WorkersFileOptions {
   path: string;
   target: CatalogTarget;
@@ -63,6 +64,7 @@ export function parseWorkersFile(text: string): Snapshot {
   return s;
 }
 
+/** Keeps the catalog equal to a workers file (see the file header); `start()`, then `close()`. */
 export class WorkersFileDiscovery {
   private readonly path: string;
   private readonly retryMs: number;

@@ -59,8 +59,36 @@ function rows(): { rows: Row[]; sizes: Record<string, number> } {
   const selectU64Text = stringifyJson(selectU64);
   const selectU64Lossy = JSON.parse(selectU64Text) as unknown;
 
+  // (d) a realistic hash-form /select_and_reserve request (api §2.7): 128 blocks of 16 tokens,
+  // hashes as clients send them (i64, so about half negative, most beyond 2^53)
+  const i64 = (): bigint => BigInt.asIntN(64, BigInt(Math.floor(r() * 2 ** 32)) << 32n | BigInt(Math.floor(r() * 2 ** 32)));
+  const selectReq = {
+    selection_id: 'req-7f3c9a2e-4b1d-4e8a-9c6f-2d5b8e1a7c34', model_name: 'llama-3-70b-instruct', routing_group: 'default',
+    block_hashes: Array.from({ length: 128 }, i64), sequence_hashes: Array.from({ length: 128 }, i64), isl_tokens: 2048,
+    expected_output_tokens: 256, session_context: { session_id: 'session-abc', input_trigger: 'user_message' },
+    router_config_override: { overlap_score_credit: 1.0 },
+  };
+  const selectReqText = stringifyJson(selectReq);
+
+  // (e) the /select_and_reserve response to it (types.ts SelectResponse): a u64 worker id and 128
+  // i64 sequence hashes, all bigint as the core returns them
+  const reserveRes = {
+    selection_id: selectReq.selection_id, sequence_hashes: selectReq.sequence_hashes, isl_tokens: 2048, track_prefill_tokens: true,
+    model_name: selectReq.model_name, routing_group: 'default', worker_id: u64(), dp_rank: 1, endpoint: 'http://worker-17.pool.svc:8000',
+    block_size: 16, overlap: { longest_matched: 1024, gpu: 512, dp: { 0: 256, 1: 512 }, cpu: 768, disk: 1024 },
+    effective_prefill_tokens: 1280, potential_decode_blocks: 2112, decode_busy: false,
+  };
+  const reserveResLossy = JSON.parse(stringifyJson(reserveRes)) as unknown;
+
+  // (f) a /select response: no hashes, but worker_id is still a bigint (3n) as the core returns it
+  const selectRes = { ...reserveRes, worker_id: 3n, sequence_hashes: undefined, isl_tokens: undefined, track_prefill_tokens: undefined };
+  const selectResNative = { ...selectRes, worker_id: 3 };
+
   return {
-    sizes: { a: tokensText.length, b: hashesText.length, c: selectSmallText.length, "c'": selectU64Text.length },
+    sizes: {
+      a: tokensText.length, b: hashesText.length, c: selectSmallText.length, "c'": selectU64Text.length, d: selectReqText.length,
+      e: stringifyJson(reserveRes).length, f: stringifyJson(selectRes).length,
+    },
     rows: [
       { body: 'a', op: 'parse', ours: () => parseJson(tokensText), native: () => JSON.parse(tokensText) },
       { body: 'a', op: 'parse (precise only)', ours: () => parseJsonPrecise(tokensText), native: () => JSON.parse(tokensText) },
@@ -72,6 +100,9 @@ function rows(): { rows: Row[]; sizes: Record<string, number> } {
       { body: 'c', op: 'stringify', ours: () => stringifyJson(selectSmall), native: () => JSON.stringify(selectSmall) },
       { body: "c'", op: 'parse', ours: () => parseJson(selectU64Text), native: () => JSON.parse(selectU64Text) },
       { body: "c'", op: 'stringify', ours: () => stringifyJson(selectU64), native: () => JSON.stringify(selectU64Lossy) },
+      { body: 'd', op: 'parse', ours: () => parseJson(selectReqText), native: () => JSON.parse(selectReqText) },
+      { body: 'e', op: 'stringify', ours: () => stringifyJson(reserveRes), native: () => JSON.stringify(reserveResLossy) },
+      { body: 'f', op: 'stringify', ours: () => stringifyJson(selectRes), native: () => JSON.stringify(selectResNative) },
     ],
   };
 }
@@ -101,7 +132,9 @@ export async function main(time = 400): Promise<void> {
   await bench.run();
   console.log(
     `bodies: (a) 2,048 token_ids ${sizes.a} B, (b) 10,000 u64 hashes ${sizes.b} B, ` +
-      `(c) select response ${sizes.c} B, (c') same with u64 ids ${sizes["c'"]} B`,
+      `(c) select response ${sizes.c} B, (c') same with u64 ids ${sizes["c'"]} B, ` +
+      `(d) hash-form select request, 128 blocks ${sizes.d} B, (e) its select_and_reserve response ${sizes.e} B, ` +
+      `(f) select response, bigint worker id ${sizes.f} B`,
   );
   const header = ['body', 'op', 'ours ops/s', 'native ops/s', 'ratio'];
   const table = cases.map((c) => {

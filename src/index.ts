@@ -16,3 +16,7 @@
 export * from './core/index.js';
 export { SelectionServiceBuilder, SelectionService, recoverFromPeers } from './service/service.js';
 export type { Logger, ServiceOptions } from './service/service.js';
+// The HTTP API as a Fastify plugin, for embedding in another server (api §2).
+export { buildApp, createServer, selectionApi } from './http/app.js';
+export type { SelectionApiOptions, ServerOptions } from './http/app.js';
+export { WorkersFileDiscovery } from './service/discovery.js';

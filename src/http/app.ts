@@ -1,0 +1,85 @@
+/**
+ * The HTTP service as a Fastify plugin (api §1, §2): {@link selectionApi} mounts every route of
+ * the route table on the instance it is registered on, with the u64-exact JSON body parser and
+ * serializer, the one error handler and the 404/405 handler. {@link createServer} makes an
+ * instance with the transport limits of api §1; {@link buildApp} does both (tests, embedding).
+ * Listening and signals belong to the process entry (cli.ts).
+ */
+import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
+import { LIMITS } from '../core/config.js';
+import type { ServiceApi } from '../core/types.js';
+import { VERSION } from '../version.js';
+import { ignoreBodies, useJsonBodies } from './content-type.js';
+import { installErrorHandler, sendError } from './error-handler.js';
+import { stringifyJson } from './json.js';
+import { installNotFound } from './not-found.js';
+import { openApiRoute } from './openapi.js';
+import { ROUTES, run, type RouteDef } from './routes.js';
+
+/** Options of {@link createServer}. */
+export interface ServerOptions {
+  /** Pino options (e.g. `{ level: 'info' }`; structured JSON lines on stdout), or `false` (the default). */
+  logger?: boolean | { level: string };
+}
+
+/** Options of the {@link selectionApi} plugin. */
+export interface SelectionApiOptions { service: ServiceApi }
+
+/**
+ * Per-request lines at debug level: a selection service answers thousands of small requests a
+ * second, and an info line for each would cost more than the selection. Failures still log at
+ * error (error-handler.ts).
+ */
+class DebugRequestLogs extends Fastify.LogController {
+  override incomingRequest(req: FastifyRequest): void { req.log.debug({ req }, 'incoming request'); }
+  override requestCompleted(err: Error | null | undefined, _req: FastifyRequest, reply: FastifyReply): void {
+    if (err) reply.log.error({ res: reply, err, responseTime: reply.elapsedTime }, 'request errored');
+    else reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
+  }
+}
+
+/** A Fastify instance with the transport rules of api §1 (8 MiB bodies, long path ids). */
+export function createServer(opts: ServerOptions = {}): FastifyInstance {
+  return Fastify({
+    logger: opts.logger ?? false,
+    bodyLimit: LIMITS.requestBodyLimitBytes,
+    // Reservation ids are client strings of any length (Fastify's default cap is 100 chars -> 404).
+    routerOptions: { maxParamLength: 16 * 1024 },
+    logController: new DebugRequestLogs(),
+    // While closing, requests on open keep-alive connections still reach the routes: /ready then
+    // answers its 503 body and selections `selection service is shutting down`, instead of
+    // Fastify's own 503 body (which is not the `{"error": ...}` shape).
+    return503OnClosing: false,
+    // Errors Fastify raises before routing (a malformed %-escape in the URL) skip the error
+    // handler; route them to the same mapping.
+    frameworkErrors: sendError,
+  });
+}
+
+/** Every route, including `/openapi.json`. */
+export const ALL_ROUTES: readonly RouteDef[] = [...ROUTES, openApiRoute(ROUTES, VERSION)];
+
+/** Mounts the selection API on the instance it is registered on (not encapsulated). */
+export const selectionApi: FastifyPluginAsync<SelectionApiOptions> = async (app, { service }) => {
+  useJsonBodies(app);
+  installErrorHandler(app);
+  installNotFound(app, ALL_ROUTES);
+  app.setReplySerializer((payload) => stringifyJson(payload));
+  const mount = (scope: FastifyInstance, def: RouteDef): void => {
+    scope.route({ method: def.method, url: def.url, handler: (req, reply) => run(def, service, req, reply) });
+  };
+  for (const def of ALL_ROUTES) if (def.body !== 'ignored') mount(app, def);
+  await app.register(async (scope) => {
+    ignoreBodies(scope);
+    for (const def of ALL_ROUTES) if (def.body === 'ignored') mount(scope, def);
+  });
+};
+// What fastify-plugin does: apply the parsers and handlers to the parent instead of a child scope.
+(selectionApi as unknown as Record<symbol, boolean>)[Symbol.for('skip-override')] = true;
+
+/** A server with the selection API mounted (not listening). */
+export async function buildApp(service: ServiceApi, opts: ServerOptions = {}): Promise<FastifyInstance> {
+  const app = createServer(opts);
+  await app.register(selectionApi, { service });
+  return app;
+}

@@ -1,0 +1,74 @@
+/**
+ * `select-service` serving: the service (from the router configuration and the flags), the HTTP
+ * app, optional workers-file discovery, listen, and graceful shutdown on SIGINT/SIGTERM
+ * (report not ready and fail queued selections, stop accepting, finish in-flight requests,
+ * close listeners and sockets; exit 0 within 5 s even if something hangs).
+ */
+import type { AddressInfo } from 'node:net';
+import type { RouterConfig } from './core/config.js';
+import { envDeprecations } from './core/config-env.js';
+import { createServer, selectionApi } from './http/app.js';
+import { WorkersFileDiscovery } from './service/discovery.js';
+import { SelectionServiceBuilder } from './service/service.js';
+import type { CliOptions } from './cli-args.js';
+
+/** Time allowed for a graceful stop before the process exits anyway (under the 5 s rule). */
+const SHUTDOWN_GRACE_MS = 4000;
+
+/**
+ * Runs the service until SIGINT/SIGTERM; resolves with the exit code. Options the service
+ * builder rejects throw ConfigError (nothing is bound by then); a failed listen resolves 1.
+ */
+export async function runServer(opts: CliOptions, config: RouterConfig, env: Readonly<Record<string, string | undefined>>): Promise<number> {
+  const app = createServer({ logger: { level: opts.logLevel } });
+  const log = app.log;
+  for (const note of envDeprecations(env)) log.warn(note);
+  if (opts.threads !== null) log.info({ threads: opts.threads }, '--threads has no effect: the index is one WebAssembly instance');
+  const builder = new SelectionServiceBuilder(config).logger(log).selectionCache(opts.selectionCache).indexerPeers(opts.indexerPeers);
+  if (opts.replicaSyncPort !== null) builder.replicaSync(opts.replicaSyncPort, opts.replicaSyncPeers);
+  if (opts.sessionAffinity) builder.sessionAffinity(opts.sessionAffinity);
+  const service = await builder.build();
+  await app.register(selectionApi, { service });
+  const discovery = opts.workersFile ? new WorkersFileDiscovery({ path: opts.workersFile, target: service, logger: log }) : null;
+  await discovery?.start();
+  try {
+    await app.listen({ port: opts.port, host: opts.host });
+  } catch (err) {
+    log.error({ err, host: opts.host, port: opts.port }, 'cannot listen');
+    discovery?.close();
+    await service.shutdown();
+    return 1;
+  }
+  const { address, port } = app.server.address() as AddressInfo;
+  log.info({ host: address, port, replicaSyncPort: service.replicaSyncPort }, 'select-service listening');
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals): void => {
+      if (stopping) return;
+      stopping = true;
+      log.info({ signal }, 'shutting down');
+      const hard = setTimeout(() => { log.warn({ graceMs: SHUTDOWN_GRACE_MS }, 'graceful shutdown timed out; exiting'); resolve(0); }, SHUTDOWN_GRACE_MS);
+      discovery?.close();
+      // First: /ready turns 503 and queued selections fail, so in-flight requests end promptly.
+      const closing = service.shutdown();
+      // close() reaps the keep-alive sockets idle at that moment; a request still in flight then
+      // leaves its socket idle afterwards, and close() would wait for the client to drop it.
+      const reap = setInterval(() => app.server.closeIdleConnections(), 50);
+      void (async () => {
+        try {
+          await app.close(); // stops accepting; waits for in-flight requests
+          await closing; // replica-sync and KV-event sockets
+          log.info('stopped');
+        } catch (err) {
+          log.error({ err }, 'error while shutting down');
+        }
+        clearInterval(reap);
+        clearTimeout(hard);
+        resolve(0);
+      })();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+}

@@ -1,0 +1,148 @@
+/**
+ * The real `select-service` binary (build/dist/src/cli.js) in child processes: it serves on
+ * `--port 0` and logs the bound port, loads `--workers-file`, selects, and exits 0 on SIGTERM
+ * and SIGINT (a queued selection is answered 503 on the way down); bad flags and bad
+ * environment exit 2 with a message naming the problem.
+ */
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { FLAGS } from '../../../src/cli-args.js';
+import { VERSION } from '../../../src/version.js';
+import { eventually } from '../../support/ports.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '../../../../..');
+const CLI = join(root, 'build/dist/src/cli.js');
+
+/** The parent's environment without router variables, plus `extra`. */
+function cleanEnv(extra: Record<string, string>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('DYN_')) env[k] = v;
+  return { ...env, ...extra };
+}
+
+interface Run { code: number | null; stdout: string; stderr: string }
+
+/** Runs the CLI to completion. */
+function runCli(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const c = spawn(process.execPath, [CLI, ...args], { env: cleanEnv(env) });
+    let stdout = '', stderr = '';
+    c.stdout.on('data', (d: Buffer) => { stdout += d; });
+    c.stderr.on('data', (d: Buffer) => { stderr += d; });
+    c.on('error', reject);
+    c.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Starts the service; resolves once it logged its port. The child is killed after the test. */
+async function startCli(t: TestContext, args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; base: string; exited: Promise<Run> }> {
+  const child = spawn(process.execPath, [CLI, '--port', '0', '--host', '127.0.0.1', ...args], { env: cleanEnv(env) });
+  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
+  let stdout = '', stderr = '';
+  const exited = new Promise<Run>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  child.stderr!.on('data', (d: Buffer) => { stderr += d; });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.on('data', (d: Buffer) => {
+      stdout += d;
+      for (const line of stdout.split('\n')) {
+        if (!line.startsWith('{')) continue;
+        const rec = JSON.parse(line) as { msg?: string; port?: number };
+        if (rec.msg === 'select-service listening' && rec.port) resolve(rec.port);
+      }
+    });
+    void exited.then((r) => reject(new Error(`exited early (${r.code}): ${r.stderr || r.stdout}`)));
+  });
+  return { child, base: `http://127.0.0.1:${port}`, exited };
+}
+
+const post = (base: string, path: string, body: unknown) =>
+  fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+test('serves on --port 0, loads --workers-file, selects, and exits 0 on SIGTERM', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'select-cli-'));
+  const file = join(dir, 'workers.json');
+  await writeFile(file, JSON.stringify([{ worker_id: 1, model_name: 'model', endpoint: 'http://worker-1:8000', block_size: 4 }]));
+  const { child, base, exited } = await startCli(t, ['--workers-file', file, '--log-level', 'info'], { DYN_ROUTER_USE_KV_EVENTS: 'false' });
+  await eventually(async () => (await fetch(`${base}/health`)).status === 200, 10_000, '/health');
+  const ready = await fetch(`${base}/ready`);
+  assert.equal(ready.status, 200, 'the workers file was applied before listening');
+  const reg = await post(base, '/workers', { worker_id: 2, model_name: 'model', endpoint: 'http://worker-2:8000', block_size: 4 });
+  assert.equal(reg.status, 201);
+  const sel = await post(base, '/select_and_reserve', { model_name: 'model', selection_id: 'cli-1', token_ids: [1, 2, 3, 4] });
+  assert.equal(sel.status, 200);
+  const body = (await sel.json()) as { selection_id: string; worker_id: number };
+  assert.equal(body.selection_id, 'cli-1');
+  assert.ok([1, 2].includes(body.worker_id));
+  child.kill('SIGTERM');
+  const r = await exited;
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /"signal":"SIGTERM".*"msg":"shutting down"/);
+  assert.match(r.stdout, /"msg":"stopped"/);
+});
+
+test('SIGINT with a selection queued: the queued request is answered 503 and the process exits 0', async (t) => {
+  const { child, base, exited } = await startCli(t, [], { DYN_ROUTER_USE_KV_EVENTS: 'false', DYN_ROUTER_QUEUE_THRESHOLD: '1.0' });
+  assert.equal((await post(base, '/workers', { worker_id: 1, model_name: 'model', endpoint: 'http://w:1', block_size: 4, max_num_batched_tokens: 4 })).status, 201);
+  assert.equal((await post(base, '/select_and_reserve', { model_name: 'model', selection_id: 'a', token_ids: [1, 2, 3, 4, 5, 6, 7, 8] })).status, 200);
+  const queued = post(base, '/select_and_reserve', { model_name: 'model', selection_id: 'q', token_ids: [9, 10, 11, 12, 13, 14, 15, 16] });
+  await eventually(async () => {
+    const loads = (await (await fetch(`${base}/loads`)).json()) as { pending_count: number }[];
+    return loads[0]?.pending_count === 1;
+  }, 10_000, 'the request to queue');
+  child.kill('SIGINT');
+  const res = await queued;
+  assert.equal(res.status, 503);
+  assert.match(((await res.json()) as { error: string }).error, /shutting down/);
+  const r = await exited;
+  assert.equal(r.code, 0);
+  assert.doesNotMatch(r.stdout, /timed out/, 'a graceful stop, not the hard deadline');
+});
+
+test('invalid flags and environment exit 2 with a message naming the problem', async () => {
+  const cases: [string[], Record<string, string>, RegExp][] = [
+    [['--port', 'abc'], {}, /--port: must be an integer between 0 and 65535/],
+    [['--port', '70000'], {}, /--port/],
+    [['--bogus'], {}, /--bogus: unknown option/],
+    [['--replica-sync-peers', 'tcp://127.0.0.1:5555'], {}, /--replica-sync-peers: requires --replica-sync-port/],
+    [['--replica-sync-port', '0'], {}, /--replica-sync-port: must be an integer between 1 and 65535/],
+    [['--router-assume-kv-reuse', '--no-router-assume-kv-reuse'], {}, /--router-assume-kv-reuse: cannot be used with --no-router-assume-kv-reuse/],
+    [['--router-tracking-hash', 'sha1'], {}, /--router-tracking-hash: must be one of public-xxh3-v1, keyed-xxh3-v1/],
+    [['--session-affinity-ttl-secs', '0'], {}, /--session-affinity-ttl-secs: must be between 1 and 31536000/],
+    [['--session-affinity-mode', 'soft'], {}, /--session-affinity-mode: requires --session-affinity-ttl-secs/],
+    [['--log-level', 'loud'], {}, /--log-level: must be one of/],
+    [[], { DYN_ROUTER_TEMPERATURE: 'warm' }, /DYN_ROUTER_TEMPERATURE: must be a number/],
+    [[], { DYN_ROUTER_QUEUE_POLICY: 'random' }, /DYN_ROUTER_QUEUE_POLICY: must be one of fcfs, lcfs, wspt/],
+  ];
+  for (const [args, env, message] of cases) {
+    const r = await runCli(args, env);
+    assert.equal(r.code, 2, `${args.join(' ')} ${JSON.stringify(env)}: ${r.stderr}`);
+    assert.match(r.stderr, message, args.join(' '));
+    assert.equal(r.stdout, '', 'nothing started');
+  }
+});
+
+test('--help lists every flag and exits 0; --version prints the package version', async () => {
+  const help = await runCli(['--help']);
+  assert.equal(help.code, 0);
+  for (const f of FLAGS) assert.ok(help.stdout.includes(f.name), f.name);
+  const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { version: string };
+  assert.equal(VERSION, pkg.version);
+  const v = await runCli(['-V']);
+  assert.deepEqual([v.code, v.stdout], [0, `${pkg.version}\n`]);
+});
+
+test('`select-service simulate` dispatches to the simulator module (a clear exit 2 while it is absent)', async () => {
+  const r = await runCli(['simulate', '--help']);
+  if (existsSync(join(root, 'build/dist/src/simulate-cli.js'))) {
+    assert.doesNotMatch(r.stderr, /simulator is not available/);
+  } else {
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /simulate: the simulator is not available/);
+  }
+});

@@ -124,34 +124,8 @@ export type CoreResult = { ok: true; core: SelectionCore } | { ok: false; error:
 
 const MS = 1000;
 
-/** Default clock: performance.now (monotonic, available in Node and browsers). */
-export const systemClock: Clock = { now: () => performance.now() };
-
-/** A seeded xorshift128+ generator: `next()` in [0,1), `u64()`. */
-export function seededRng(seed: number | bigint): Rng {
-  let s0 = BigInt.asUintN(64, BigInt(seed) ^ 0x9e3779b97f4a7c15n) || 1n;
-  let s1 = BigInt.asUintN(64, (BigInt(seed) * 0xbf58476d1ce4e5b9n) ^ 0x94d049bb133111ebn) || 2n;
-  const u64 = (): bigint => {
-    let x = s0;
-    const y = s1;
-    s0 = y;
-    x = BigInt.asUintN(64, x ^ (x << 23n));
-    s1 = x ^ y ^ (x >> 17n) ^ (y >> 26n);
-    return BigInt.asUintN(64, s1 + y);
-  };
-  return { u64, next: () => Number(u64() >> 11n) / 2 ** 53 };
-}
-
-/** Randomness from the platform (crypto.getRandomValues when present). */
-export function systemRng(): Rng {
-  const c = (globalThis as { crypto?: { getRandomValues?: (a: Uint32Array) => Uint32Array } }).crypto;
-  if (!c?.getRandomValues) return seededRng(Date.now());
-  const buf = new Uint32Array(2);
-  return {
-    next: () => { c.getRandomValues!(buf); return (buf[0] * 2 ** 21 + (buf[1] >>> 11)) / 2 ** 53; },
-    u64: () => { c.getRandomValues!(buf); return (BigInt(buf[1]) << 32n) | BigInt(buf[0]); },
-  };
-}
+export { seededRng, systemClock, systemRng } from './random.js';
+import { systemClock, systemRng } from './random.js';
 
 function parse<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
   const r = schema.safeParse(input ?? {});
@@ -666,6 +640,11 @@ export class SelectionCore implements SelectionApi {
     if (rej) {
       onDrop();
       return Promise.reject(queueRejected(rej));
+    }
+    if (opts.signal?.aborted) {
+      // the client went away before the request could queue: it never waits, nothing books
+      onDrop();
+      return Promise.reject(new SelectionError('SEL_INTERNAL', 'request cancelled by the client'));
     }
     const enqueuedAt = this.clock.now();
     return new Promise<R>((resolve, reject) => {

@@ -172,6 +172,20 @@ test('an aborted waiter leaves the queue and releases its id', async () => {
   assert.equal((await core.selectAndReserve({ model_name: 'model', selection_id: 'q', token_ids: toks(4) })).selection_id, 'q');
 });
 
+test('a request whose client is already gone never queues and books nothing', async () => {
+  const { core } = makeCore({ DYN_ROUTER_QUEUE_THRESHOLD: '1.0' });
+  core.upsertWorker(W(1));
+  await core.selectAndReserve({ model_name: 'model', selection_id: 'a', token_ids: toks(8) });
+  const ac = new AbortController();
+  ac.abort();
+  await rejects(() => core.selectAndReserve({ model_name: 'model', selection_id: 'q', token_ids: toks(8, 9) }, { signal: ac.signal }), 500, /cancelled/);
+  assert.equal(core.loads()[0].pending_count, 0);
+  assert.equal(core.reservations.state('q'), undefined);
+  core.prefillComplete('a');
+  await settle();
+  assert.equal(core.loads()[0].loads[0].active_requests, 1, 'only the first booking');
+});
+
 test('overlap is refreshed at dequeue after a long wait (the response shows the new cache)', async () => {
   const { core, clock } = makeCore({ DYN_ROUTER_QUEUE_THRESHOLD: '1.0' });
   core.upsertWorker(W(1, { max_num_batched_tokens: 2 }));

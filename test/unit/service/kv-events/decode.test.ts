@@ -255,7 +255,9 @@ test('structural problems throw KvDecodeError', () => {
   for (const [name, bytes] of cases) {
     const t0 = performance.now();
     assert.throws(() => decoder.decode(bytes), KvDecodeError, name);
-    assert.ok(performance.now() - t0 < 5, `${name} must fail fast`);
+    // not a speed test: a length claim of 2^32 must be refused up front, not looped over (that
+    // would take seconds); the bound is loose enough for a loaded shared machine
+    assert.ok(performance.now() - t0 < 1000, `${name} must fail without walking the claimed length`);
   }
   try { decoder.decode(new Uint8Array([0xdd, 0xff, 0xff, 0xff, 0xff])); assert.fail('no throw'); }
   catch (e) { assert.ok(e instanceof KvDecodeError); assert.equal(e.code, 'bad_length'); }

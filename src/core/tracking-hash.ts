@@ -63,7 +63,7 @@ function u64le(n: number | bigint): Uint8Array {
 export function parseTrackingKey(bytes: Uint8Array): Uint8Array {
   if (bytes.length !== TRACKING_KEY_BYTES) {
     throw new ConfigError([
-      `DYN_ROUTER_TRACKING_KEY_FILE: router tracking key file must contain exactly ${TRACKING_KEY_BYTES} raw bytes; found ${bytes.length}`,
+      `DYN_ROUTER_TRACKING_KEY_FILE / --router-tracking-key-file: router tracking key file must contain exactly ${TRACKING_KEY_BYTES} raw bytes; found ${bytes.length}`,
     ]);
   }
   return Uint8Array.from(bytes);

@@ -95,7 +95,7 @@ export class SelectionServiceBuilder {
       try {
         bytes = new Uint8Array(await readFile(cfg.routerTrackingKeyFile));
       } catch (err) {
-        throw new ConfigError([`DYN_ROUTER_TRACKING_KEY_FILE: cannot read ${cfg.routerTrackingKeyFile}: ${(err as Error).message}`]);
+        throw new ConfigError([`DYN_ROUTER_TRACKING_KEY_FILE / --router-tracking-key-file: cannot read ${cfg.routerTrackingKeyFile}: ${(err as Error).message}`]);
       }
       trackingKey = parseTrackingKey(bytes);
       bytes.fill(0);

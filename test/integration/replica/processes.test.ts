@@ -64,6 +64,7 @@ test('two replicas: admission, prefill_complete and DELETE propagate; output blo
     await register(a, 1);
     await register(b, 1);
     await linked(a, b, 'ab');
+    await linked(b, a, 'ba');
     await book(a, 'r1', 1);
     await eventually(async () => JSON.stringify(await load(b)) === '[1,1,4]', 5000, 'admission on B');
     assert.equal((await a.request('POST', '/reservations/r1/prefill_complete', {})).status, 200);

@@ -28,7 +28,7 @@ export interface IngressOptions {
   logger?: Logger;
   /** A replay that gets no reply for this long is abandoned (default 5 s, as Dynamo's bootstrap). */
   replayIdleTimeoutMs?: number;
-  /** Busy time the event path may take before yielding to selections (default 2 ms). */
+  /** Busy time the event path may take before yielding to selections (default 1 ms). */
   yieldBudgetMs?: number;
 }
 
@@ -50,7 +50,7 @@ export class ZmqKvIngress implements IndexFeed {
   constructor(o: IngressOptions = {}) {
     this.logger = o.logger ?? silent;
     this.replayIdleTimeoutMs = o.replayIdleTimeoutMs ?? 5000;
-    this.pacer = new Pacer(o.yieldBudgetMs ?? 2);
+    this.pacer = new Pacer(o.yieldBudgetMs ?? 1);
   }
 
   /** Start-up recovery finished: listeners begin applying (those opened later start at once). */

@@ -105,9 +105,9 @@ export class KvListener {
         await new Promise((r) => setTimeout(r, wait));
         continue;
       }
+      await this.o.pacer.turn();
       if (this.closed) return;
       await this.onMessage(frames);
-      await this.o.pacer.yieldIfDue();
     }
   }
 
@@ -164,8 +164,8 @@ export class KvListener {
     const r = await replay({
       endpoint: this.replayEndpoint as string, start, idleTimeoutMs: this.o.replayIdleTimeoutMs, signal: this.abort.signal,
       onBatch: async (seq, payload) => {
+        await this.o.pacer.turn();
         await this.offer(seq, payload, true);
-        await this.o.pacer.yieldIfDue();
       },
       onBadReply: (reason) => { c.droppedFrames[reason]++; },
     });

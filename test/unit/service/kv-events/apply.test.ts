@@ -127,3 +127,16 @@ test("the batch's data_parallel_rank names the rank; malformed events are counte
   apply(batch([storedEvent([2n], 1n, A.slice(16, 32))]), 3); // no rank in the batch: the listener's
   assert.equal(overlap(A, { rank: 3 }).device, 2);
 });
+
+test('runs of per-block removes apply as one would one by one (tiers, unknown hashes and filtered groups break runs)', () => {
+  const { apply, overlap, counters, index } = setup();
+  const chain = [1n, 2n, 3n, 4n];
+  apply(batch([storedEvent(chain, null, tokenRange(1000, 64)), storedEvent([1n, 2n], null, tokenRange(1000, 32), { medium: 'CPU' }),
+    storedEvent([9n], null, tokenRange(1000, 16), { group_idx: 1, kv_cache_spec_kind: 'sliding_window' })]));
+  apply(batch([removedEvent([4n]), removedEvent([77n]), removedEvent([3n]), removedEvent([2n], 'CPU'), removedEvent([2n], 'GPU', 1),
+    removedEvent([2n])]));
+  assert.deepEqual(overlap(tokenRange(1000, 64)), { device: 1, host: 0 });
+  assert.equal(index.treeSize(W, 0, Tier.Host), 1);
+  assert.deepEqual([counters.blocksRemoved, counters.unknownRemoved, counters.droppedEvents.nonMainAttention], [4, 1, 2]);
+  assert.equal(counters.eventsApplied, 2 + 5, 'every event but the two filtered ones');
+});

@@ -60,6 +60,18 @@ export class WasmPrefixIndex implements PrefixIndexModel {
     const i = this.wasm.layout.P_PARENT * 2;
     w[i] = lo; w[i + 1] = hi;
   }
+  /**
+   * Stored with token ids, one wasm call per engine event: hashes the complete blocks of the
+   * `nTokens` tokens in R_TOKENS with the seed in P_SEED (plus mm data when `withMm`) into
+   * R_HASH_A, then stores min(nExt, blocks) of them under the engine hashes in R_HASH_B. Returns
+   * applied blocks or a StoreStatus. The export trusts region sizes: the caller reserves
+   * R_TOKENS (nTokens * 4), R_HASH_A / R_HASH_B (nExt * 8) and passes at most
+   * nExt * blockSize (+1 with EAGLE) tokens, so the hash output never outgrows R_HASH_A.
+   */
+  storeTokensN(slot: number, tier: Tier, hasParent: boolean, nExt: number, nTokens: number, blockSize: number,
+    eagle: boolean, withMm: boolean): number {
+    return this.f.storeTokens(this.handle, slot, tier, hasParent ? 1 : 0, nExt, nTokens, blockSize, eagle ? 1 : 0, withMm ? 1 : 0);
+  }
   removeN(slot: number, tier: Tier, n: number): number { return this.f.removeBlocks(this.handle, slot, tier, n); }
   /** Match the n local hashes in R_HASH_A; returns the row count. */
   matchN(n: number): number { return this.f.matchQuery(this.handle, n); }

@@ -11,6 +11,8 @@ import {
 import { parsePolicyConfig, type RouterPolicyConfig } from '../core/policy-config.js';
 import { parseJson } from '../http/json.js';
 import { ReplicaSync } from './replica-sync.js';
+import { ZmqKvIngress } from './kv-events/ingress.js';
+import type { WorkerIngestStats } from './kv-events/stats.js';
 import type { RouterEvent } from '../core/kv-index.js';
 import { ConfigError, LIMITS, type RouterConfig } from '../core/config.js';
 import { parseTrackingKey } from '../core/tracking-hash.js';
@@ -31,7 +33,12 @@ export interface Logger {
 }
 
 /** What the service needs of the KV-event ingress. */
-interface IngressHandle extends IndexFeed { setIndexerReady(): void; close(): Promise<void>; stats(workerId?: bigint): unknown }
+interface IngressHandle extends IndexFeed {
+  setIndexerReady(): void;
+  close(): Promise<void>;
+  stats(): WorkerIngestStats[];
+  stats(workerId: bigint): WorkerIngestStats | null;
+}
 
 const silent: Logger = { info() {}, warn() {}, error() {}, debug() {} };
 
@@ -109,8 +116,8 @@ export class SelectionServiceBuilder {
       }
     }
     const hooks: CoreHooks = {};
-    // ISSUE-6 WIRING: the ZMQ ingress becomes the default feed when use_kv_events is on.
-    const ingress = null as IngressHandle | null;
+    // The ZMQ ingress is the default feed when use_kv_events is on (a given feed replaces it).
+    const ingress: IngressHandle | null = o.feed === undefined && cfg.useKvEvents ? new ZmqKvIngress({ logger: o.logger }) : null;
     const feed = o.feed === undefined ? ingress : o.feed;
     const coreOptions: CoreOptions = {
       clock: o.clock, rng: o.rng, selectionCache: o.selectionCache, trackingKey, policies: o.policies ?? undefined,
@@ -259,8 +266,13 @@ export class SelectionService implements ServiceApi {
   /** Replica-sync counters (null when replica sync is off). */
   replicaStats(): ReplicaSync['stats'] | null { return this.replica?.stats ?? null; }
 
-  /** KV-event ingress counters (null without the ZMQ ingress). */
-  ingressStats(workerId?: bigint): unknown { return this.ingress ? this.ingress.stats(workerId) : null; }
+  /** KV-event ingress counters of one worker, or of all (null without the ZMQ ingress or listeners). */
+  ingressStats(): WorkerIngestStats[] | null;
+  ingressStats(workerId: bigint): WorkerIngestStats | null;
+  ingressStats(workerId?: bigint): WorkerIngestStats[] | WorkerIngestStats | null {
+    if (!this.ingress) return null;
+    return workerId === undefined ? this.ingress.stats() : this.ingress.stats(workerId);
+  }
 
   /** Idempotent: stop selections (queued ones fail), close listeners, sockets and timers. */
   shutdown(): Promise<void> {

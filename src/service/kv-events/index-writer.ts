@@ -1,0 +1,113 @@
+/**
+ * Writes one decoded event into the wasm scratch regions and makes the one index call that
+ * applies it (`storeTokensN` / `removeN`). The hot path copies typed-array ranges the decoder
+ * already filled (token ids, (lo, hi) hash words) straight into linear memory: no BigInt and no
+ * JS number per hash. Cold data is confined to what is rare on the wire: a LoRA name or cache
+ * salt costs one cached seed, multimodal `extra_keys` a few BigInts per block that has them.
+ */
+import type { KvIndex } from '../../core/kv-index.js';
+import type { Tier } from '../../core/index-types.js';
+import type { Layout, Wasm } from '../../core/wasm.js';
+import type { WasmPrefixIndex } from '../../core/wasm-index.js';
+import { PUBLIC_SEED, publicBlockSeed, xxh3 } from '../../core/hashing.js';
+import { mmHashesOfBlock, type DecodedBatch, type DecodedStored } from './decode.js';
+
+/** Seeds of (lora_name, namespace) pairs as (lo, hi) words; bounded (cleared past the cap). */
+const SEED_CACHE_MAX = 4096;
+const seedCache = new Map<string, readonly [number, number]>();
+const U32 = 0x1_0000_0000n;
+
+function seedWords(lora: string | null, ns: string): readonly [number, number] {
+  const k = `${lora ?? ''}\u0000${ns}`;
+  let w = seedCache.get(k);
+  if (w === undefined) {
+    const s = lora === null && ns === '' ? PUBLIC_SEED : publicBlockSeed(lora, ns === '' ? null : ns);
+    w = [Number(s % U32), Number(s / U32)];
+    if (seedCache.size >= SEED_CACHE_MAX) seedCache.clear();
+    seedCache.set(k, w);
+  }
+  return w;
+}
+
+export class IndexWriter {
+  private readonly ix: WasmPrefixIndex;
+  private readonly w: Wasm;
+  private readonly L: Layout;
+  // Lower bounds of region capacities: regions only ever grow, so a cached bound stays true
+  // and the common event skips the scratchCap calls of `reserve`.
+  private tokenCap = 0;
+  private hashCap = 0;
+
+  constructor(index: KvIndex) {
+    this.ix = index.index;
+    this.w = this.ix.wasm;
+    this.L = this.w.layout;
+  }
+
+  private reserve(nTokens: number, nHashes: number): void {
+    if (nTokens * 4 > this.tokenCap) {
+      this.w.reserve(this.L.R_TOKENS, nTokens * 4);
+      this.tokenCap = this.w.capacity(this.L.R_TOKENS);
+    }
+    if (nHashes * 8 > this.hashCap) {
+      this.ix.reserveHashes(nHashes);
+      this.hashCap = Math.min(this.w.capacity(this.L.R_HASH_A), this.w.capacity(this.L.R_HASH_B));
+    }
+  }
+
+  /**
+   * Store event `e` of `batch` on `slot`, hashing its tokens with `blockSize` (the worker's; the
+   * caller checked the event's) and the seed of (`e.loraName`, `ns`). Returns applied blocks or
+   * a StoreStatus. Tokens beyond the event's blocks are not passed, so the hash output fits.
+   */
+  store(slot: number, tier: Tier, e: DecodedStored, batch: DecodedBatch, blockSize: number, ns: string): number {
+    const n = e.count;
+    const nTokens = Math.min(e.tokenCount, n * blockSize + (e.eagle ? 1 : 0));
+    const seed = seedWords(e.loraName, ns);
+    // Multimodal hashes first: computing them may use R_BYTES / P_SEED of the shared module.
+    const mm = e.extraKeys === null ? null : this.mmOf(e, Math.min(n, e.extraKeys.length));
+    this.reserve(nTokens, n);
+    if (mm !== null) this.writeMm(mm, n); // may grow memory: before any view below is taken
+    const w = this.w, L = this.L;
+    w.u32(L.R_TOKENS).set(batch.tokens.subarray(e.tokenStart, e.tokenStart + nTokens));
+    w.u32(L.R_HASH_B).set(batch.hashes.subarray(2 * e.hashStart, 2 * (e.hashStart + n)));
+    const p = w.u32(L.R_PARAMS);
+    p[2 * L.P_SEED] = seed[0]; p[2 * L.P_SEED + 1] = seed[1];
+    p[2 * L.P_PARENT] = e.parentLo; p[2 * L.P_PARENT + 1] = e.parentHi;
+    return this.ix.storeTokensN(slot, tier, e.hasParent, n, nTokens, blockSize, e.eagle, mm !== null);
+  }
+
+  /** Remove hashes `[start, start + count)` of `words` from `slot`; returns how many it held. */
+  remove(slot: number, tier: Tier, words: Uint32Array, start: number, count: number): number {
+    this.reserve(0, count);
+    this.w.u32(this.L.R_HASH_B).set(words.subarray(2 * start, 2 * (start + count)));
+    return this.ix.removeN(slot, tier, count);
+  }
+
+  /** Per-block mm hashes from extra_keys (algorithms §1.4), or null when no block has any. */
+  private mmOf(e: DecodedStored, blocks: number): bigint[][] | null {
+    let out: bigint[][] | null = null;
+    for (let i = 0; i < blocks; i++) {
+      const h = mmHashesOfBlock(e.extraKeys?.[i] ?? null, e.loraName, xxh3);
+      if (h.length === 0) continue;
+      out ??= Array.from({ length: blocks }, () => []);
+      out[i] = h;
+    }
+    return out;
+  }
+
+  private writeMm(mm: bigint[][], n: number): void {
+    const w = this.w, L = this.L;
+    let total = 0;
+    for (const h of mm) total += h.length;
+    w.reserve(L.R_MM_COUNTS, n * 4);
+    w.reserve(L.R_MM_HASHES, total * 8);
+    const counts = w.u32(L.R_MM_COUNTS), hashes = w.u64(L.R_MM_HASHES);
+    let j = 0;
+    for (let i = 0; i < n; i++) {
+      const h = mm[i] ?? [];
+      counts[i] = h.length;
+      for (const v of h) hashes[j++] = v;
+    }
+  }
+}

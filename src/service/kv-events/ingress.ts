@@ -1,0 +1,157 @@
+/**
+ * ZmqKvIngress: the service's default {@link IndexFeed} when `use_kv_events` is on (api §3.2,
+ * §3.3, §7.3). One {@link KvListener} per registered worker rank, reconciled rank by rank on
+ * every POST/PATCH the core accepts:
+ * - a rank whose event endpoint AND replay endpoint are unchanged keeps its listener, its
+ *   watermark and its indexed blocks (so a publisher restarted at the same address is not
+ *   recovered by a re-POST: its new seqs look stale; DELETE then POST recovers, as the spec says);
+ * - a changed rank gets a fresh listener (fresh watermark) and its old blocks are dropped;
+ * - a removed rank's listener stops and its blocks are dropped;
+ * - an invalid endpoint throws before anything changed: listeners opened by this call are
+ *   closed again and the previous ones keep running (the core then marks the worker
+ *   `incomplete` and detaches it).
+ * `detach` (DELETE, partition move) stops the worker's listeners and removes its blocks.
+ *
+ * Listeners opened before {@link ZmqKvIngress.setIndexerReady} connect at once but apply
+ * nothing until it is called (start-up recovery from peers must land first, api §7.2).
+ */
+import type { FeedPartition, IndexFeed } from '../../core/core.js';
+import { validateZmqEndpoint } from '../zmq-endpoint.js';
+import type { Logger } from '../service.js';
+import { KvBatchDecoder } from './decode.js';
+import { BatchApplier } from './apply.js';
+import { KvListener } from './listener.js';
+import { Pacer } from './pacer.js';
+import { newCounters, type IngestCounters, type WorkerIngestStats } from './stats.js';
+
+export interface IngressOptions {
+  logger?: Logger;
+  /** A replay that gets no reply for this long is abandoned (default 5 s, as Dynamo's bootstrap). */
+  replayIdleTimeoutMs?: number;
+  /** Busy time the event path may take before yielding to selections (default 1 ms). */
+  yieldBudgetMs?: number;
+}
+
+interface RankFeed { listener: KvListener; applier: BatchApplier }
+interface WorkerFeed { partition: FeedPartition; counters: IngestCounters; ranks: Map<number, RankFeed> }
+
+const silent: Logger = { info() {}, warn() {}, error() {}, debug() {} };
+
+export class ZmqKvIngress implements IndexFeed {
+  private readonly workers = new Map<bigint, WorkerFeed>();
+  private readonly decoder = new KvBatchDecoder();
+  private readonly pacer: Pacer;
+  private readonly logger: Logger;
+  private readonly replayIdleTimeoutMs: number;
+  private markReady!: () => void;
+  private readonly ready = new Promise<void>((resolve) => { this.markReady = resolve; });
+  private readonly closing = new Set<Promise<void>>();
+
+  constructor(o: IngressOptions = {}) {
+    this.logger = o.logger ?? silent;
+    this.replayIdleTimeoutMs = o.replayIdleTimeoutMs ?? 5000;
+    this.pacer = new Pacer(o.yieldBudgetMs ?? 1);
+  }
+
+  /** Start-up recovery finished: listeners begin applying (those opened later start at once). */
+  setIndexerReady(): void { this.markReady(); }
+
+  reconcile(partition: FeedPartition, workerId: bigint, ranks: ReadonlyMap<number, string>, replayEndpoint: string | null): void {
+    const wanted = [...ranks].sort((a, b) => a[0] - b[0]);
+    for (const [rank, endpoint] of wanted) {
+      const reason = validateZmqEndpoint(endpoint);
+      if (reason !== null) throw new Error(`invalid kv_events endpoint for worker ${workerId} dp_rank ${rank}: ${reason}`);
+    }
+    if (replayEndpoint !== null) {
+      const reason = validateZmqEndpoint(replayEndpoint);
+      if (reason !== null) throw new Error(`invalid replay endpoint for worker ${workerId}: ${reason}`);
+    }
+    let prev = this.workers.get(workerId);
+    if (prev && prev.partition.index !== partition.index) { this.detach(workerId); prev = undefined; }
+    const counters = prev?.counters ?? newCounters();
+    const next = new Map<number, RankFeed>(), opened: RankFeed[] = [];
+    for (const [rank, endpoint] of wanted) {
+      const old = prev?.ranks.get(rank);
+      if (old && old.listener.endpoint === endpoint && old.listener.replayEndpoint === replayEndpoint) { next.set(rank, old); continue; }
+      try {
+        const feed = this.open(partition, workerId, rank, endpoint, replayEndpoint, counters);
+        opened.push(feed);
+        next.set(rank, feed);
+      } catch (err) {
+        for (const f of opened) this.track(f.listener.close());
+        throw new Error(`invalid kv_events endpoint for worker ${workerId} dp_rank ${rank}: ${(err as Error).message}`);
+      }
+    }
+    // Commit: retire changed and removed ranks (their blocks go), then start the new listeners.
+    if (prev) {
+      const kept = new Set<number>();
+      for (const [rank, f] of next) if (prev.ranks.get(rank) === f) kept.add(rank);
+      for (const [rank, f] of prev.ranks) if (!kept.has(rank)) this.retire(partition, workerId, rank, f, kept);
+    }
+    this.workers.set(workerId, { partition, counters, ranks: next });
+    for (const f of opened) f.listener.start();
+    if (opened.length > 0) {
+      this.logger.info({ workerId: String(workerId), ranks: opened.map((f) => f.listener.dpRank) }, 'KV event listeners started');
+    }
+  }
+
+  detach(workerId: bigint): void {
+    const w = this.workers.get(workerId);
+    if (!w) return;
+    this.workers.delete(workerId);
+    for (const f of w.ranks.values()) this.track(f.listener.close());
+    w.partition.index.removeWorker(workerId);
+    this.logger.info({ workerId: String(workerId) }, 'KV event listeners stopped');
+  }
+
+  /**
+   * Counters and listener state of one worker (null when it has no listeners), or of every
+   * worker (sorted by id). Snapshots: later events do not change a returned object.
+   */
+  stats(): WorkerIngestStats[];
+  stats(workerId: bigint): WorkerIngestStats | null;
+  stats(workerId?: bigint): WorkerIngestStats[] | WorkerIngestStats | null {
+    const one = (id: bigint, w: WorkerFeed): WorkerIngestStats => ({
+      workerId: id,
+      ranks: [...w.ranks.values()].map(({ listener: l }) => ({
+        dpRank: l.dpRank, endpoint: l.endpoint, replayEndpoint: l.replayEndpoint, watermark: l.watermark,
+      })),
+      counters: structuredClone(w.counters),
+    });
+    if (workerId !== undefined) {
+      const w = this.workers.get(workerId);
+      return w ? one(workerId, w) : null;
+    }
+    return [...this.workers].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([id, w]) => one(id, w));
+  }
+
+  /** Stops every listener (sockets closed, ports released); indexed blocks stay. */
+  async close(): Promise<void> {
+    for (const w of this.workers.values()) for (const f of w.ranks.values()) this.track(f.listener.close());
+    this.workers.clear();
+    await Promise.all([...this.closing]);
+  }
+
+  private open(partition: FeedPartition, workerId: bigint, dpRank: number, endpoint: string, replayEndpoint: string | null,
+    counters: IngestCounters): RankFeed {
+    const applier = new BatchApplier({ index: partition.index, blockSize: partition.blockSize, workerId }, counters);
+    const listener = new KvListener({
+      workerId, dpRank, endpoint, replayEndpoint, counters, applier, decoder: this.decoder, pacer: this.pacer,
+      ready: this.ready, replayIdleTimeoutMs: this.replayIdleTimeoutMs, logger: this.logger,
+    });
+    return { listener, applier };
+  }
+
+  /** Stop a rank's listener and drop what it indexed (ranks kept by another listener stay). */
+  private retire(partition: FeedPartition, workerId: bigint, rank: number, f: RankFeed, kept: ReadonlySet<number>): void {
+    this.track(f.listener.close());
+    const drop = new Set([rank, ...f.applier.ranks]);
+    for (const r of drop) if (!kept.has(r)) partition.index.removeRank(workerId, r);
+  }
+
+  /** Keep a closing listener's promise until it settles, so close() can wait for all of them. */
+  private track(p: Promise<void>): void {
+    const t = p.catch(() => {}).finally(() => this.closing.delete(t));
+    this.closing.add(t);
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * Counters of KV-event ingestion, one set per worker (shared by the listeners of its ranks).
+ * Every batch, frame and event that does not make it into the index is counted under the
+ * reason it was dropped, so bad traffic is visible without ever being fatal.
+ */
+
+/** Whole messages (live or replayed) dropped before any event was applied. */
+export interface DroppedFrames {
+  /** A live message without exactly 3 frames, or a replay reply with neither 3 nor 4. */
+  frameCount: number;
+  /** A sequence frame that is not 8 bytes long. */
+  seqLength: number;
+  /** A payload that is not msgpack, truncated, or with bytes after the batch. */
+  undecodable: number;
+  /** Valid msgpack that is not a batch (`[ts, events, rank?]` or a map with ts and events). */
+  badShape: number;
+}
+
+/** Events dropped inside an otherwise good batch. */
+export interface DroppedEvents {
+  /** Unknown tag, `Ignored`, unknown medium, REMOTE locality or a field of the wrong type. */
+  malformed: number;
+  /** A `kv_cache_spec_kind` (or learned group kind) that is not main attention. */
+  nonMainAttention: number;
+  /** A `kv_cache_spec_kind` this service does not know (fails closed, like Dynamo). */
+  unknownKind: number;
+  /** A non-zero `group_idx` whose kind was never learned from a store. */
+  unlearnedGroup: number;
+  /** A continuation whose parent's cache namespace is ambiguous (algorithms §1.6). */
+  ambiguousNamespace: number;
+  /** A store whose `block_size` differs from the worker's (nothing of it is stored). */
+  blockSizeMismatch: number;
+}
+
+/** Counters of one worker. */
+export interface IngestCounters {
+  batchesApplied: number;
+  /** Of which arrived through replay. */
+  batchesReplayed: number;
+  eventsApplied: number;
+  blocksStored: number;
+  blocksRemoved: number;
+  clears: number;
+  /** Live batches at or below the watermark (duplicates, or a restarted publisher). */
+  staleBatches: number;
+  /** Gaps seen: a first seq above 0, or a jump. */
+  gaps: number;
+  /** Batches known missing after gap handling (no replay endpoint, or the ring no longer had them). */
+  batchesLost: number;
+  /** Replay requests sent, and those that ended without the end marker (timeout, error). */
+  replays: number;
+  replayFailures: number;
+  /** Stores that applied fewer blocks than sent (tokens missing, conflicting holdings). */
+  storesStopped: number;
+  parentNotFound: number;
+  invalidSequence: number;
+  /** Removed hashes the rank did not hold. */
+  unknownRemoved: number;
+  /** Receive errors on the SUB socket (each followed by a back-off). */
+  receiveErrors: number;
+  /** Batches whose application threw (a bug, never bad input): logged, the listener goes on. */
+  applyErrors: number;
+  droppedFrames: DroppedFrames;
+  droppedEvents: DroppedEvents;
+}
+
+/** Zeroed counters. */
+export function newCounters(): IngestCounters {
+  return {
+    batchesApplied: 0, batchesReplayed: 0, eventsApplied: 0, blocksStored: 0, blocksRemoved: 0, clears: 0,
+    staleBatches: 0, gaps: 0, batchesLost: 0, replays: 0, replayFailures: 0, storesStopped: 0, parentNotFound: 0,
+    invalidSequence: 0, unknownRemoved: 0, receiveErrors: 0, applyErrors: 0,
+    droppedFrames: { frameCount: 0, seqLength: 0, undecodable: 0, badShape: 0 },
+    droppedEvents: { malformed: 0, nonMainAttention: 0, unknownKind: 0, unlearnedGroup: 0, ambiguousNamespace: 0, blockSizeMismatch: 0 },
+  };
+}
+
+/** One rank's listener, as reported by `stats()`. */
+export interface RankStats {
+  dpRank: number;
+  endpoint: string;
+  replayEndpoint: string | null;
+  /** Highest sequence number applied (null before the first batch). */
+  watermark: bigint | null;
+}
+
+/** What `ZmqKvIngress.stats()` reports per worker. */
+export interface WorkerIngestStats {
+  workerId: bigint;
+  ranks: RankStats[];
+  counters: IngestCounters;
+}

@@ -85,10 +85,12 @@ export class SelectOps {
           throw err;
         }
         this.s.reservations.commit(claim, choice.entry.req.worker_id, choice.dpRank, lease);
-        const res = this.sched.response(choice, id);
-        res.sequence_hashes = Array.from(prompt.seq, (h) => BigInt.asIntN(64, h));
-        res.isl_tokens = prompt.isl;
-        res.track_prefill_tokens = eff.trackPrefillTokens;
+        // the booking fields follow selection_id, in Dynamo's SelectResponse field order
+        const { selection_id: _id, ...selection } = this.sched.response(choice, id);
+        const res: SelectResponse = {
+          selection_id: id, sequence_hashes: Array.from(prompt.seq, (h) => BigInt.asIntN(64, h)), isl_tokens: prompt.isl,
+          track_prefill_tokens: eff.trackPrefillTokens, ...selection,
+        };
         const hint = this.booker.kvHint(choice, id);
         if (hint) res.kv_hint = hint;
         return res;

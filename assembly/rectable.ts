@@ -1,12 +1,17 @@
 // Open-addressing set of record indexes, keyed by fields stored in the records themselves.
 //
-//   header (16 bytes): +0 cells ptr, +4 shift, +8 count, +12 useA;   cells: u32[cap], NONE = empty
+//   header (16 bytes): +0 cells ptr, +4 shift, +8 count, +12 useA
+//   cells: u64[cap]:  low 32 bits = record index (NONE = empty), high 32 bits = fingerprint
 //
 // Used for the tree's child links (key = parent node, local hash) and for the tiers' edges
-// (key = parent engine hash or none, local hash). A cell holds only the 4-byte record index;
-// equality is checked against the record, which costs one extra memory access per probe but
-// keeps the table at ~6 bytes per record instead of 16 (measured: bench/index.bench.ts, memory
-// per (block, worker) pair). The record layout gives the key fields at fixed offsets:
+// (key = parent engine hash or none, local hash). The fingerprint is the top 32 bits of the
+// key's 64-bit hash, whose top `bits` bits are also the home cell. So a probe reads the record
+// only when the fingerprint matches (about once per successful lookup, almost never on a miss),
+// and growth and backward-shift deletion recompute homes from the cells alone, without reading
+// any record. Before (4-byte cells, equality and homes read from the records) these cache misses
+// made recGet and recDelete the top of the KV-event apply profile (bench/RESULTS.md). Cells cost
+// 8 bytes, ~11 per record at the table's load.
+// The record layout gives the key fields at fixed offsets:
 //   record +0: local hash u64;  +8: key u64 (parent ext; edges only, useA = 1);  +16: key u32
 //   (parent node for tree nodes; has-parent flag for edges) — see radix.ts / tiers.ts diagrams.
 import { NONE } from './layout';
@@ -17,20 +22,30 @@ import { NONE } from './layout';
 @inline function capOf(t: usize): u32 { return <u32>1 << (64 - shiftOf(t)); }
 @inline function useA(t: usize): bool { return load<u32>(t, 12) != 0; }
 
-/** Home cell of a key: Fibonacci hashing of the mixed (local, a, b) key. */
-@inline function homeOf(local: u64, a: u64, b: u32, shift: u32): u32 {
+/** Fingerprint of a key: the top 32 bits of its Fibonacci hash of the mixed (local, a, b). */
+@inline function fpOf(local: u64, a: u64, b: u32): u32 {
   const k = local ^ ((a + <u64>b + 1) * 0xC2B2AE3D27D4EB4F);
-  return <u32>((k * 0x9E3779B97F4A7C15) >> <u64>shift);
+  return <u32>((k * 0x9E3779B97F4A7C15) >> 32);
 }
+
+/** Home cell of a fingerprint: its top `64 - shift` bits (tables never exceed 2^32 cells). */
+@inline function homeOf(fp: u32, shift: u32): u32 { return fp >> (shift - 32); }
 
 @inline function recMatches(rec: usize, local: u64, a: u64, b: u32, withA: bool): bool {
   return load<u64>(rec, 0) == local && load<u32>(rec, 16) == b && (!withA || load<u64>(rec, 8) == a);
 }
 
+@inline function recFp(base: usize, size: usize, v: u32, withA: bool): u32 {
+  const rec = base + <usize>v * size;
+  return fpOf(load<u64>(rec, 0), withA ? load<u64>(rec, 8) : 0, load<u32>(rec, 16));
+}
+
+@inline function cell(v: u32, fp: u32): u64 { return (<u64>fp << 32) | <u64>v; }
+
 function allocCells(t: usize, bits: u32): void {
   const n = <usize>1 << bits;
-  const c = heap.alloc(n << 2);
-  memory.fill(c, 0xff, n << 2);
+  const c = heap.alloc(n << 3);
+  memory.fill(c, 0xff, n << 3);
   store<usize>(t, c, 0);
   store<u32>(t, 64 - bits, 4);
 }
@@ -46,8 +61,9 @@ export function recNew(withA: bool): usize {
 
 export function recFree(t: usize): void { heap.free(cellsPtr(t)); heap.free(t); }
 
-/** Empty cell where the last unsuccessful recGet stopped (see recInsertAfterGet). */
+/** Empty cell and key fingerprint of the last unsuccessful recGet (see recInsertAfterGet). */
 let lastEmpty: u32 = 0;
+let lastFp: u32 = 0;
 
 /** Record index with key (local, a, b), or NONE. `base`/`size`: the record pool. */
 export function recGet(t: usize, base: usize, size: usize, local: u64, a: u64, b: u32): u32 {
@@ -55,62 +71,70 @@ export function recGet(t: usize, base: usize, size: usize, local: u64, a: u64, b
   const mask = capOf(t) - 1;
   const withA = useA(t);
   if (!withA) a = 0;
-  let i = homeOf(local, a, b, shiftOf(t));
+  const fp = fpOf(local, a, b);
+  let i = homeOf(fp, shiftOf(t));
   while (true) {
-    const v = load<u32>(c + (<usize>i << 2));
-    if (v == NONE) { lastEmpty = i; return NONE; }
-    if (recMatches(base + <usize>v * size, local, a, b, withA)) return v;
+    const w = load<u64>(c + (<usize>i << 3));
+    const v = <u32>w;
+    if (v == NONE) { lastEmpty = i; lastFp = fp; return NONE; }
+    if (<u32>(w >> 32) == fp && recMatches(base + <usize>v * size, local, a, b, withA)) return v;
     i = (i + 1) & mask;
   }
 }
 
-@inline function recHome(base: usize, size: usize, v: u32, shift: u32, withA: bool): u32 {
-  const rec = base + <usize>v * size;
-  return homeOf(load<u64>(rec, 0), withA ? load<u64>(rec, 8) : 0, load<u32>(rec, 16), shift);
+/** Doubles the cells, rehashing from the stored fingerprints (no record is read). */
+function grow(t: usize): void {
+  const old = cellsPtr(t), oldCap = capOf(t);
+  allocCells(t, 64 - shiftOf(t) + 1);
+  const c = cellsPtr(t), shift = shiftOf(t), mask = capOf(t) - 1;
+  for (let i: u32 = 0; i < oldCap; i++) {
+    const w = load<u64>(old + (<usize>i << 3));
+    if (<u32>w == NONE) continue;
+    let j = homeOf(<u32>(w >> 32), shift);
+    while (<u32>load<u64>(c + (<usize>j << 3)) != NONE) j = (j + 1) & mask;
+    store<u64>(c + (<usize>j << 3), w);
+  }
+  heap.free(old);
+}
+
+@inline function needsGrow(t: usize, count: u32): bool { return <u64>count * 4 > <u64>capOf(t) * 3; }
+
+function place(t: usize, v: u32, fp: u32): void {
+  const c = cellsPtr(t), mask = capOf(t) - 1;
+  let i = homeOf(fp, shiftOf(t));
+  while (<u32>load<u64>(c + (<usize>i << 3)) != NONE) i = (i + 1) & mask;
+  store<u64>(c + (<usize>i << 3), cell(v, fp));
 }
 
 /** Insert record v (its key must be absent). */
 export function recInsert(t: usize, base: usize, size: usize, v: u32): void {
-  const withA = useA(t);
-  let count = recCount(t) + 1;
-  if (<u64>count * 4 > <u64>capOf(t) * 3) {
-    const old = cellsPtr(t), oldCap = capOf(t);
-    allocCells(t, 64 - shiftOf(t) + 1);
-    const c = cellsPtr(t), shift = shiftOf(t), mask = capOf(t) - 1;
-    for (let i: u32 = 0; i < oldCap; i++) {
-      const w = load<u32>(old + (<usize>i << 2));
-      if (w == NONE) continue;
-      let j = recHome(base, size, w, shift, withA);
-      while (load<u32>(c + (<usize>j << 2)) != NONE) j = (j + 1) & mask;
-      store<u32>(c + (<usize>j << 2), w);
-    }
-    heap.free(old);
-  }
-  const c = cellsPtr(t), shift = shiftOf(t), mask = capOf(t) - 1;
-  let i = recHome(base, size, v, shift, withA);
-  while (load<u32>(c + (<usize>i << 2)) != NONE) i = (i + 1) & mask;
-  store<u32>(c + (<usize>i << 2), v);
+  const count = recCount(t) + 1;
+  if (needsGrow(t, count)) grow(t);
+  place(t, v, recFp(base, size, v, useA(t)));
   store<u32>(t, count, 8);
 }
 
 /**
  * Insert record v whose key the immediately preceding recGet on this table reported absent:
- * reuses that probe's empty cell (one cache miss less per new node).
+ * reuses that probe's empty cell and fingerprint (no second probe, no record read).
  */
 export function recInsertAfterGet(t: usize, base: usize, size: usize, v: u32): void {
   const count = recCount(t) + 1;
-  if (<u64>count * 4 > <u64>capOf(t) * 3) { recInsert(t, base, size, v); return; }
-  store<u32>(cellsPtr(t) + (<usize>lastEmpty << 2), v);
+  if (needsGrow(t, count)) {
+    grow(t);
+    place(t, v, lastFp);
+  } else {
+    store<u64>(cellsPtr(t) + (<usize>lastEmpty << 3), cell(v, lastFp));
+  }
   store<u32>(t, count, 8);
 }
 
-/** Remove record v (present). Backward-shift deletion. */
+/** Remove record v (present). Backward-shift deletion; homes come from the fingerprints. */
 export function recDelete(t: usize, base: usize, size: usize, v: u32): void {
-  const withA = useA(t);
   const c = cellsPtr(t), shift = shiftOf(t), mask = capOf(t) - 1;
-  let i = recHome(base, size, v, shift, withA);
+  let i = homeOf(recFp(base, size, v, useA(t)), shift);
   while (true) {
-    const w = load<u32>(c + (<usize>i << 2));
+    const w = <u32>load<u64>(c + (<usize>i << 3));
     if (w == v) break;
     if (w == NONE) return;
     i = (i + 1) & mask;
@@ -118,15 +142,15 @@ export function recDelete(t: usize, base: usize, size: usize, v: u32): void {
   let hole = i;
   let j = (i + 1) & mask;
   while (true) {
-    const w = load<u32>(c + (<usize>j << 2));
-    if (w == NONE) break;
-    const h = recHome(base, size, w, shift, withA);
+    const w = load<u64>(c + (<usize>j << 3));
+    if (<u32>w == NONE) break;
+    const h = homeOf(<u32>(w >> 32), shift);
     if (((j - h) & mask) >= ((j - hole) & mask)) {
-      store<u32>(c + (<usize>hole << 2), w);
+      store<u64>(c + (<usize>hole << 3), w);
       hole = j;
     }
     j = (j + 1) & mask;
   }
-  store<u32>(c + (<usize>hole << 2), NONE);
+  store<u64>(c + (<usize>hole << 3), 0xFFFFFFFFFFFFFFFF);
   store<u32>(t, recCount(t) - 1, 8);
 }

@@ -75,9 +75,9 @@ export class CatalogOps {
         reasons.push(`reconciliation failed: ${err instanceof Error ? err.message : String(err)}`);
       }
     }
-    if (part && this.s.feed && this.s.config.useKvEvents) {
+    if (part && this.s.fedByEvents) {
       try {
-        this.s.feed.reconcile(part, req.worker_id, eventEndpoints(req), req.replay_endpoint ?? null);
+        this.s.feed!.reconcile(part, req.worker_id, eventEndpoints(req), req.replay_endpoint ?? null);
       } catch (err) {
         reasons.push(`reconciliation failed: ${err instanceof Error ? err.message : String(err)}`);
         part = null;
@@ -110,7 +110,7 @@ export class CatalogOps {
     e.partitionKey = null;
     if (!part) return;
     part.removeWorker(e.req.worker_id);
-    if (this.s.feed && this.s.config.useKvEvents) this.s.feed.detach(e.req.worker_id);
+    if (this.s.fedByEvents) this.s.feed!.detach(e.req.worker_id);
     for (const r of part.loads.ranks()) if (r.workerId === e.req.worker_id) this.dropRank(part, r.workerId, r.dpRank);
     part.index.removeWorker(e.req.worker_id);
     this.sched.drain(part);
@@ -122,7 +122,7 @@ export class CatalogOps {
       const row = this.s.reservations.lookup(id);
       if (row && row.partitionKey === part.key) this.s.removeRow(id);
     }
-    if (!this.s.feed || !this.s.config.useKvEvents) part.index.removeRank(workerId, dpRank);
+    if (!this.s.fedByEvents) part.index.removeRank(workerId, dpRank); // else the feed drops retired ranks
     part.approx?.removeRank(workerId, dpRank);
     part.predicted?.removeRank(workerId, dpRank);
   }

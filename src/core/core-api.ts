@@ -16,7 +16,9 @@ export interface FeedPartition { modelName: string; routingGroup: string; blockS
 /**
  * Where KV events come from (the Node service's ZMQ ingress implements it). `reconcile` throws
  * (with nothing changed) when an endpoint is invalid; the worker is then `incomplete` with
- * `reconciliation failed: <message>`.
+ * `reconciliation failed: <message>`. A reconcile drops the blocks of ranks whose endpoint
+ * changed or went away (only the feed knows); `detach` stops the listeners, and the core then
+ * removes the worker's blocks itself.
  */
 export interface IndexFeed {
   reconcile(partition: FeedPartition, workerId: bigint, ranks: ReadonlyMap<number, string>, replayEndpoint: string | null): void;

@@ -10,7 +10,7 @@
  * - an invalid endpoint throws before anything changed: listeners opened by this call are
  *   closed again and the previous ones keep running (the core then marks the worker
  *   `incomplete` and detaches it).
- * `detach` (DELETE, partition move) stops the worker's listeners and removes its blocks.
+ * `detach` (DELETE, partition move) stops the worker's listeners; the core then removes its blocks.
  *
  * Listeners opened before {@link ZmqKvIngress.setIndexerReady} connect at once but apply
  * nothing until it is called (start-up recovery from peers must land first, api §7.2).
@@ -100,7 +100,6 @@ export class ZmqKvIngress implements IndexFeed {
     if (!w) return;
     this.workers.delete(workerId);
     for (const f of w.ranks.values()) this.track(f.listener.close());
-    w.partition.index.removeWorker(workerId);
     this.logger.info({ workerId: String(workerId) }, 'KV event listeners stopped');
   }
 

@@ -10,7 +10,6 @@ import type { WorkerEntry } from './catalog.js';
 import type { Partition } from './partition.js';
 import type { AffinityLease, Hold } from './affinity.js';
 import type { NormalizedPrompt } from './prompt.js';
-import type { EffectiveRouterValues } from './config.js';
 import type { CoreState } from './core-state.js';
 import type { Choice } from './scheduler.js';
 
@@ -89,10 +88,10 @@ export class Booker {
   }
 
   /** A Choice for a fixed worker rank (explicit and replayed bookings). */
-  fixedChoice(part: Partition, entry: WorkerEntry, dpRank: number, prompt: NormalizedPrompt, eff: EffectiveRouterValues): Choice {
+  fixedChoice(part: Partition, entry: WorkerEntry, dpRank: number, prompt: NormalizedPrompt): Choice {
     return {
-      part, entry, dpRank, prompt, eff, overlap: { longest_matched: 0, gpu: 0, dp: {}, cpu: 0, disk: 0 },
-      cachedTokens: 0, effectivePrefillTokens: 0, potentialDecodeBlocks: 0, activePrefillTokens: 0,
+      part, entry, dpRank, prompt, overlap: { longest_matched: 0, gpu: 0, dp: {}, cpu: 0, disk: 0 },
+      effectivePrefillTokens: 0, potentialDecodeBlocks: 0, activePrefillTokens: 0,
     };
   }
 }

@@ -7,6 +7,7 @@ import { FilterQuerySchema, PromptQuerySchema, type FilterQuery } from './schema
 import { partitionKeyOf } from './catalog.js';
 import { checkPromptFields, type NormalizedPrompt, type PromptFields } from './prompt.js';
 import type { Partition } from './partition.js';
+import { effectivePrefillTokens, untrackedBlocks } from './selector.js';
 import type { RouterEvent } from './kv-index.js';
 import { parseBody, type CoreState } from './core-state.js';
 import type { Scheduler } from './scheduler.js';
@@ -24,25 +25,24 @@ export class Inspection {
       .sort((a, b) => (a.modelName !== b.modelName ? (a.modelName < b.modelName ? -1 : 1) : a.routingGroup < b.routingGroup ? -1 : a.routingGroup > b.routingGroup ? 1 : 0));
     return parts.map((p) => ({
       model_name: p.modelName, routing_group: p.routingGroup,
-      loads: p.schedulableRanks().map(({ entry, dpRank }): PotentialLoad => {
-        const l = p.loads.rankLoad(entry.req.worker_id, dpRank);
+      loads: p.schedulableRanks().map(({ entry, dpRank, key }): PotentialLoad => {
+        const l = p.loads.loadOf(key);
         return {
           worker_id: entry.req.worker_id, dp_rank: dpRank, potential_prefill_tokens: l.activePrefillTokens,
           potential_decode_blocks: l.activeDecodeBlocks, active_requests: l.activeRequests,
         };
       }),
-      pending_count: p.queue.pending().count, pending_isl_tokens: p.queue.pending().islTokens,
+      ...pendingCounters(p),
     }));
   }
 
   potentialLoads(input: unknown): PotentialLoad[] {
     this.live();
     const { part, prompt, eff } = this.promptQuery(input);
-    const bs = part.blockSize;
-    const untracked = Math.max(0, Math.ceil(prompt.isl / bs) - prompt.nBlocks);
-    return this.sched.rankInfos(part, prompt, eff).map(({ cand: c }) => ({
+    const untracked = untrackedBlocks(prompt.isl, part.blockSize, prompt.nBlocks);
+    return this.sched.candidates(part, prompt, eff).map((c) => ({
       worker_id: c.workerId, dp_rank: c.dpRank,
-      potential_prefill_tokens: c.activePrefillTokens + (eff.trackPrefillTokens ? prompt.isl - Math.min(c.cachedTokens, prompt.isl) : 0),
+      potential_prefill_tokens: c.activePrefillTokens + (eff.trackPrefillTokens ? effectivePrefillTokens(prompt.isl, c.cachedTokens) : 0),
       potential_decode_blocks: c.potentialDecodeBlocks + untracked,
       active_requests: c.activeRequests,
     }));
@@ -102,4 +102,10 @@ export class Inspection {
     const p = this.s.partitions.get(partitionKeyOf(model, group));
     return p ?? this.s.ensurePartition(model, group, blockSize, false);
   }
+}
+
+/** The queue counters of `/loads` (api §2.13). */
+function pendingCounters(p: Partition): { pending_count: number; pending_isl_tokens: number } {
+  const q = p.queue.pending();
+  return { pending_count: q.count, pending_isl_tokens: q.islTokens };
 }

@@ -13,6 +13,8 @@ import { OutputBlockRequestSchema, ReservationRequestSchema } from './schemas.js
 import { checkPromptFields, type NormalizedPrompt } from './prompt.js';
 import type { AffinityLease, Hold } from './affinity.js';
 import type { Partition } from './partition.js';
+import { effectivePrefillTokens } from './selector.js';
+import { rankKeyOf } from './slots.js';
 import { parseBody, type CoreState } from './core-state.js';
 import type { Booker } from './booking.js';
 import type { Scheduler } from './scheduler.js';
@@ -43,13 +45,10 @@ export class ReservationOps {
     const track = req.track_prefill_tokens ?? (req.effective_prefill_tokens !== undefined ? true : eff.trackPrefillTokens);
     const claim = this.s.reservations.claim(id, part.key);
     try {
-      let effective = req.effective_prefill_tokens;
-      if (effective === undefined) {
-        const info = prompt.locals && prompt.locals.length > 0
-          ? this.sched.rankInfos(part, prompt, eff).find((i) => i.cand.workerId === req.worker_id && i.cand.dpRank === dpRank) : undefined;
-        effective = prompt.isl - Math.min(info?.cand.cachedTokens ?? 0, prompt.isl);
-      }
-      const choice = this.booker.fixedChoice(part, entry, dpRank, prompt, eff);
+      // without a client value: the booked rank's own cache credit (only its overlap row is needed)
+      const effective = req.effective_prefill_tokens ?? effectivePrefillTokens(prompt.isl,
+        this.sched.overlapCache(part, prompt, eff).get(rankKeyOf(req.worker_id, dpRank))?.cachedTokens ?? 0);
+      const choice = this.booker.fixedChoice(part, entry, dpRank, prompt);
       this.booker.book(choice, id, track, effective, req.expected_output_tokens, req.lora_name);
       this.s.reservations.commit(claim, req.worker_id, dpRank);
     } catch (err) {
@@ -88,8 +87,7 @@ export class ReservationOps {
         isl: v.islTokens, nBlocks: seq.length, locals: v.blockHashes, seq,
         seqWords: new Uint32Array(seq.buffer, seq.byteOffset, seq.length * 2), loraName: v.loraName, fromHashes: true,
       };
-      const eff = applyOverride(this.s.config, null);
-      const choice = this.booker.fixedChoice(part, entry, v.dpRank, prompt, eff);
+      const choice = this.booker.fixedChoice(part, entry, v.dpRank, prompt);
       try {
         this.booker.book(choice, id, v.trackPrefillTokens, v.effectivePrefillTokens, v.expectedOutputTokens, v.loraName);
       } catch (err) {

@@ -10,10 +10,11 @@ import { classQueues, poolIsBusy, rankIsBusy, type PolicyClassConfig } from './p
 import { mergeOverlapMax } from './approx.js';
 import type { SelectAndReserveRequest } from './schemas.js';
 import type { WorkerEntry } from './catalog.js';
+import type { RankOverlap } from './kv-index.js';
 import type { Partition } from './partition.js';
 import type { AffinityTarget } from './affinity.js';
 import type { NormalizedPrompt } from './prompt.js';
-import { defaultCosts, eligible, pickByCost, type Candidate } from './selector.js';
+import { costParams, defaultCosts, effectivePrefillTokens, eligible, pickByCost, untrackedBlocks, type Candidate } from './selector.js';
 import { CandidateRowView, runPolicy, selectionContext, type WorkerSelectionContext } from './policy.js';
 import type { Waiter } from './core-api.js';
 import { MS, type CoreState } from './core-state.js';
@@ -25,19 +26,14 @@ export interface Choice {
   entry: WorkerEntry;
   dpRank: number;
   prompt: NormalizedPrompt;
-  eff: EffectiveRouterValues;
   overlap: OverlapSummary;
-  cachedTokens: number;
   effectivePrefillTokens: number;
   potentialDecodeBlocks: number;
   activePrefillTokens: number;
 }
 
-/** Per-rank data gathered for scheduling. */
-interface RankInfo { entry: WorkerEntry; cand: Candidate }
-
-/** Tiered overlap of one rank (blocks) and its cached tokens. */
-export interface RankCache { device: number; hostExt: number; diskExt: number; externalExt: number; cachedTokens: number }
+/** A prompt's tiered overlap per rank, by `worker:rank` key (reused while a request waits). */
+export type OverlapCache = Map<string, RankOverlap>;
 
 export class Scheduler {
   constructor(private readonly s: CoreState) {}
@@ -51,11 +47,10 @@ export class Scheduler {
    * dropped without running (abort, shutdown).
    */
   admit<R>(part: Partition, req: SelectAndReserveRequest, prompt: NormalizedPrompt, eff: EffectiveRouterValues,
-    opts: SelectOptions, steer: AffinityTarget | undefined, run: (cache?: Map<string, RankCache>) => R, onDrop: () => void): Promise<R> {
+    opts: SelectOptions, steer: AffinityTarget | undefined, run: (cache?: OverlapCache) => R, onDrop: () => void): Promise<R> {
     if (!this.s.queueing) return Promise.resolve().then(() => run());
     const cache = this.overlapCache(part, prompt, eff);
-    const infos = this.rankInfos(part, prompt, eff, cache);
-    const kept = this.eligibleOf(infos, req, steer);
+    const kept = this.eligibleOf(this.candidates(part, prompt, eff, cache), req, steer);
     let best = 0;
     for (const c of kept) best = Math.max(best, c.cachedTokens);
     const uncached = Math.max(prompt.isl - best, 0);
@@ -80,12 +75,12 @@ export class Scheduler {
         if (part.queue.remove(waiter)) waiter.fail(new SelectionError('SEL_INTERNAL', 'request cancelled by the client'));
       };
       const waiter: Waiter = {
-        canRun: () => this.poolBusy(cfg, this.eligibleOf(this.rankInfos(part, prompt, eff, cache), req, steer)) === false,
+        canRun: () => this.poolBusy(cfg, this.eligibleOf(this.candidates(part, prompt, eff, cache), req, steer)) === false,
         run: () => {
           opts.signal?.removeEventListener('abort', onAbort);
           const refresh = this.s.config.overlapRefreshAfterSecs;
           const stale = refresh > 0 && this.s.clock.now() - enqueuedAt > refresh * MS;
-          if (this.eligibleOf(this.rankInfos(part, prompt, eff, cache), req, steer).length === 0) {
+          if (this.eligibleOf(this.candidates(part, prompt, eff, cache), req, steer).length === 0) {
             const pin = req.pinned_worker ?? req.affinity_target;
             onDrop();
             reject(noLongerSchedulable(pin?.worker_id ?? 0n, pin?.dp_rank ?? 0, part.modelName, part.routingGroup));
@@ -127,15 +122,15 @@ export class Scheduler {
    * The request's eligible ranks; a session target (`steer`) narrows them to the bound worker
    * (and rank) while it is among them (api §8: hard mode then rejects a dispatch elsewhere).
    */
-  eligibleOf(infos: readonly RankInfo[], req: SelectAndReserveRequest, steer?: AffinityTarget): Candidate[] {
-    const kept = this.eligibleByRequest(infos, req);
+  eligibleOf(cands: readonly Candidate[], req: SelectAndReserveRequest, steer?: AffinityTarget): Candidate[] {
+    const kept = this.eligibleByRequest(cands, req);
     if (!steer) return kept;
     const narrowed = kept.filter((c) => c.workerId === steer.workerId && (steer.dpRank === null || c.dpRank === steer.dpRank));
     return narrowed.length > 0 ? narrowed : kept;
   }
 
-  eligibleByRequest(infos: readonly RankInfo[], req: SelectAndReserveRequest): Candidate[] {
-    return eligible(infos.map((i) => i.cand), {
+  eligibleByRequest(cands: readonly Candidate[], req: SelectAndReserveRequest): Candidate[] {
+    return eligible(cands, {
       allowedWorkerIds: req.allowed_worker_ids,
       requiredTaints: req.routing_constraints.required_taints,
       pinned: req.pinned_worker ? { workerId: req.pinned_worker.worker_id, dpRank: req.pinned_worker.dp_rank } : undefined,
@@ -145,22 +140,17 @@ export class Scheduler {
 
   /** Scheduling of one request: candidates, filters, cost or policy, pick. Books nothing. */
   schedule(part: Partition, req: SelectAndReserveRequest, prompt: NormalizedPrompt, eff: EffectiveRouterValues,
-    cache?: Map<string, RankCache>, steer?: AffinityTarget): Choice {
-    const infos = this.rankInfos(part, prompt, eff, cache);
-    const kept = this.eligibleOf(infos, req, steer);
+    cache?: OverlapCache, steer?: AffinityTarget): Choice {
+    const cands = this.candidates(part, prompt, eff, cache);
+    const kept = this.eligibleOf(cands, req, steer);
     if (kept.length === 0) throw noEndpoints();
     let pick: number;
     if (part.policy) {
       const views = kept.map((c) => new CandidateRowView(c));
       pick = runPolicy(part.policy, this.policyContext(part, req, prompt, eff), views, this.s.rng);
     } else {
-      const costs = defaultCosts(kept, {
-        blockSize: part.blockSize, islTokens: prompt.isl, trackPrefillTokens: eff.trackPrefillTokens,
-        overlapScoreCredit: eff.overlapScoreCredit, overlapScoreCreditDecay: this.s.config.overlapScoreCreditDecay,
-        prefillLoadScale: eff.prefillLoadScale, decodeActiveRequestWeight: this.s.config.decodeActiveRequestWeight,
-        hostCacheHitWeight: this.s.config.hostCacheHitWeight, diskCacheHitWeight: this.s.config.diskCacheHitWeight,
-        sharedCacheMultiplier: eff.sharedCacheMultiplier, preferredTaints: req.routing_constraints.preferred_taints,
-      });
+      const costs = defaultCosts(kept, costParams(this.s.config, eff,
+        { blockSize: part.blockSize, islTokens: prompt.isl, preferredTaints: req.routing_constraints.preferred_taints }));
       pick = pickByCost(costs, kept.length, eff.routerTemperature, this.s.rng);
     }
     const c = kept[pick];
@@ -168,26 +158,25 @@ export class Scheduler {
     // overlap summary over the chosen worker's ranks (api §2.7)
     const dp: Record<string, number> = {};
     let gpu = 0, cpu = 0, disk = 0;
-    for (const i of infos) {
-      if (i.cand.workerId !== c.workerId) continue;
-      const d = i.cand.deviceBlocks, h = d + i.cand.hostExtBlocks, k = h + i.cand.diskExtBlocks;
-      dp[String(i.cand.dpRank)] = d * part.blockSize;
+    for (const r of cands) {
+      if (r.workerId !== c.workerId) continue;
+      const d = r.deviceBlocks, h = d + r.hostExtBlocks, k = h + r.diskExtBlocks;
+      dp[String(r.dpRank)] = d * part.blockSize;
       gpu = Math.max(gpu, d); cpu = Math.max(cpu, h); disk = Math.max(disk, k);
     }
     const bs = part.blockSize;
     const overlap: OverlapSummary = { longest_matched: Math.max(gpu, cpu, disk) * bs, gpu: gpu * bs, dp, cpu: cpu * bs, disk: disk * bs };
-    const untracked = Math.max(0, Math.ceil(prompt.isl / bs) - prompt.nBlocks);
     return {
-      part, entry, dpRank: c.dpRank, prompt, eff, overlap, cachedTokens: c.cachedTokens,
-      effectivePrefillTokens: prompt.isl - Math.min(c.cachedTokens, prompt.isl),
-      potentialDecodeBlocks: c.potentialDecodeBlocks + untracked,
+      part, entry, dpRank: c.dpRank, prompt, overlap,
+      effectivePrefillTokens: effectivePrefillTokens(prompt.isl, c.cachedTokens),
+      potentialDecodeBlocks: c.potentialDecodeBlocks + untrackedBlocks(prompt.isl, bs, prompt.nBlocks),
       activePrefillTokens: c.activePrefillTokens,
     };
   }
 
   /** The index's tiered overlap of a prompt per rank (`"worker:rank"` keys). */
-  overlapCache(part: Partition, prompt: NormalizedPrompt, eff: EffectiveRouterValues): Map<string, RankCache> {
-    const byRank = new Map<string, RankCache>();
+  overlapCache(part: Partition, prompt: NormalizedPrompt, eff: EffectiveRouterValues): OverlapCache {
+    const byRank: OverlapCache = new Map();
     if (prompt.locals && prompt.locals.length > 0) {
       const w = {
         overlapScoreCredit: eff.overlapScoreCredit, hostCacheHitWeight: this.s.config.hostCacheHitWeight,
@@ -203,10 +192,10 @@ export class Scheduler {
   }
 
   /** Candidate rows of every schedulable rank: tiered overlap + load projection. */
-  rankInfos(part: Partition, prompt: NormalizedPrompt, eff: EffectiveRouterValues, cache?: Map<string, RankCache>): RankInfo[] {
+  candidates(part: Partition, prompt: NormalizedPrompt, eff: EffectiveRouterValues, cache?: OverlapCache): Candidate[] {
     const ranks = part.schedulableRanks();
     const byRank = cache ?? this.overlapCache(part, prompt, eff);
-    const out: RankInfo[] = new Array(ranks.length);
+    const out: Candidate[] = new Array(ranks.length);
     for (let i = 0; i < ranks.length; i++) {
       const { entry, dpRank, key } = ranks[i];
       const w = entry.req.worker_id;
@@ -214,16 +203,13 @@ export class Scheduler {
       const load = part.loads.loadOf(key);
       const depth = prompt.nBlocks > 0 ? part.loads.depthOf(key, prompt.seqWords, prompt.nBlocks) : 0;
       out[i] = {
-        entry,
-        cand: {
-          workerId: w, dpRank, taints: entry.req.taints,
-          deviceBlocks: o?.device ?? 0, hostExtBlocks: o?.hostExt ?? 0, diskExtBlocks: (o?.diskExt ?? 0) + (o?.externalExt ?? 0),
-          sharedBeyondDeviceBlocks: 0, cachedTokens: o?.cachedTokens ?? 0,
-          hasLoad: true, activePrefillTokens: load.activePrefillTokens,
-          potentialDecodeBlocks: load.activeDecodeBlocks + Math.max(0, prompt.nBlocks - depth),
-          activeRequests: load.activeRequests,
-          totalKvBlocks: entry.req.total_kv_blocks ?? null, maxNumBatchedTokens: entry.req.max_num_batched_tokens ?? null,
-        },
+        workerId: w, dpRank, taints: entry.req.taints,
+        deviceBlocks: o?.device ?? 0, hostExtBlocks: o?.hostExt ?? 0, diskExtBlocks: (o?.diskExt ?? 0) + (o?.externalExt ?? 0),
+        sharedBeyondDeviceBlocks: 0, cachedTokens: o?.cachedTokens ?? 0,
+        hasLoad: true, activePrefillTokens: load.activePrefillTokens,
+        potentialDecodeBlocks: load.activeDecodeBlocks + Math.max(0, prompt.nBlocks - depth),
+        activeRequests: load.activeRequests,
+        totalKvBlocks: entry.req.total_kv_blocks ?? null, maxNumBatchedTokens: entry.req.max_num_batched_tokens ?? null,
       };
     }
     return out;

@@ -9,7 +9,7 @@ import { checkPromptFields } from './prompt.js';
 import type { Hold } from './affinity.js';
 import { parseBody, type CoreState } from './core-state.js';
 import type { Booker } from './booking.js';
-import type { Choice, RankCache, Scheduler } from './scheduler.js';
+import type { Choice, OverlapCache, Scheduler } from './scheduler.js';
 import type { SelectOptions, SelectResponse } from './types.js';
 
 export class SelectOps {
@@ -73,7 +73,7 @@ export class SelectOps {
       if (hold) part.affinity?.abandon(hold);
       this.s.reservations.release(claim);
     };
-    const run = (cache?: Map<string, RankCache>): SelectResponse => {
+    const run = (cache?: OverlapCache): SelectResponse => {
       try {
         const choice = this.sched.schedule(part, req, prompt, eff, cache, steer);
         const lease = this.booker.commitSession(part, hold, choice.entry.req.worker_id, choice.dpRank);

@@ -75,6 +75,14 @@ export function effectivePrefillTokens(isl: number, cached: number): number {
   return isl - Math.min(Math.max(0, cached), isl);
 }
 
+/**
+ * Request blocks without a tracking hash (a partial tail, or hashes the client did not send):
+ * `ceil(isl / bs) - tracked`, added to a rank's projected decode blocks (algorithms §5.5).
+ */
+export function untrackedBlocks(isl: number, blockSize: number, tracked: number): number {
+  return Math.max(0, Math.ceil(isl / blockSize) - tracked);
+}
+
 /** `request_blocks = ceil(isl / block_size)` (at least 1, so the decay never divides by zero). */
 export function requestBlocks(isl: number, blockSize: number): number {
   return Math.max(1, Math.ceil(isl / blockSize));

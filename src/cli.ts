@@ -16,20 +16,10 @@ const fail = (message: string, code: number): number => {
   return code;
 };
 
-/**
- * The simulator lives in its own module (another issue); it is loaded through a variable so the
- * compiler does not require it, and its absence is a clear error, not a crash.
- */
+/** The simulator, loaded only when asked for (the service's start-up does not pay for it). */
 async function simulate(argv: string[]): Promise<number> {
-  const spec = './simulate-cli.js';
-  let mod: { main?: (argv: string[]) => Promise<number> };
-  try {
-    mod = (await import(spec)) as typeof mod;
-  } catch (err) {
-    return fail(`simulate: the simulator is not available (${(err as Error).message})`, 2);
-  }
-  if (typeof mod.main !== 'function') return fail('simulate: the simulator module has no main(argv)', 2);
-  return mod.main(argv);
+  const { main: simulateMain } = await import('./simulate-cli.js');
+  return simulateMain(argv);
 }
 
 /** Runs the command; resolves with the exit code. */

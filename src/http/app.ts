@@ -3,7 +3,7 @@
  * the route table on the instance it is registered on, with the u64-exact JSON body parser and
  * serializer, the one error handler and the 404/405 handler. {@link createServer} makes an
  * instance with the transport limits of api §1; {@link buildApp} does both (tests, embedding).
- * Listening and signals belong to the process entry (cli.ts).
+ * Listening and signals belong to the process entry (server.ts).
  */
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
 import { LIMITS } from '../core/config.js';

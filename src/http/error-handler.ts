@@ -12,7 +12,6 @@ const FASTIFY_CODES: Readonly<Record<string, () => SelectionError>> = {
   FST_ERR_CTP_BODY_TOO_LARGE: () => new SelectionError('SEL_BODY_TOO_LARGE', 'Failed to buffer the request body: length limit exceeded'),
   FST_ERR_CTP_INVALID_MEDIA_TYPE: unsupportedMediaType,
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => new SelectionError('SEL_INVALID_JSON', 'Failed to buffer the request body: content length mismatch'),
-  FST_ERR_CTP_EMPTY_JSON_BODY: () => new SelectionError('SEL_INVALID_JSON', 'Failed to parse the request body as JSON: empty body'),
 };
 
 /** Maps anything a route or Fastify throws to a catalogue error. */

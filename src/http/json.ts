@@ -12,7 +12,8 @@
  */
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
-const U64_MAX = (1n << 64n) - 1n;
+/** 2^64 - 1. */
+export const U64_MAX = (1n << 64n) - 1n;
 const I64_MIN = -(1n << 63n);
 const MAX_SAFE_BIG = BigInt(MAX_SAFE);
 

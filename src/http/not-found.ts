@@ -9,10 +9,16 @@ import { errorBody, methodNotAllowed, routeNotFound } from '../core/errors.js';
 
 interface PathRoute { method: string; url: string }
 
-/** `/reservations/:id/output_block` -> /^\/reservations\/[^/]+\/output_block$/ */
+/** `/reservations/:id/output_block` -> /^\/reservations\/[^/]+\/output_block$/, compiled once per url. */
+const patterns = new Map<string, RegExp>();
 function pathPattern(url: string): RegExp {
-  const src = url.split('/').map((seg) => (seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/');
-  return new RegExp(`^${src}$`);
+  let re = patterns.get(url);
+  if (re === undefined) {
+    const src = url.split('/').map((seg) => (seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/');
+    re = new RegExp(`^${src}$`);
+    patterns.set(url, re);
+  }
+  return re;
 }
 
 /** The methods `routes` serve at `path` (GET implies HEAD, as Fastify exposes it). */

@@ -11,10 +11,10 @@ import { z } from 'zod';
 import type { RouteDef } from './routes.js';
 import { ErrorSchema } from './response-schemas.js';
 import { POLICY_CLASS_HEADER } from './request-input.js';
+import { U64_MAX } from './json.js';
 
 type Json = Record<string, unknown>;
 
-const U64_MAX = (1n << 64n) - 1n;
 // zod deep-copies the schema through JSON.stringify, which refuses bigint: the exact bounds
 // travel as these markers and are swapped back in by `exactBounds`.
 const BOUNDS: Readonly<Record<string, bigint>> = { '<u64 max>': U64_MAX, '<i64 min>': -(1n << 63n) };

@@ -7,8 +7,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { SelectionError } from '../core/errors.js';
 import type { FilterQuery } from '../core/schemas.js';
 import type { SelectOptions } from '../core/types.js';
+import { U64_MAX } from './json.js';
 
-const U64_MAX = (1n << 64n) - 1n;
 
 /** Header naming the policy class on the two select routes. */
 export const POLICY_CLASS_HEADER = 'x-dynamo-meta-policy-class';

@@ -8,9 +8,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import {
   OutputBlockRequestSchema, PeerRequestSchema, PromptQuerySchema, ReservationRequestSchema, SelectAndReserveRequestSchema,
-  SelectRequestSchema, WorkerRequestSchema, describeIssues,
+  SelectRequestSchema, WorkerRequestSchema,
 } from '../core/schemas.js';
-import { SelectionError } from '../core/errors.js';
+import { parseBody } from '../core/core-state.js';
 import type { ServiceApi } from '../core/types.js';
 import { jsonObjectBody } from './content-type.js';
 import { filterQuery, pathU64, selectOptions } from './request-input.js';
@@ -56,11 +56,7 @@ export interface RouteDef {
   handle(c: Call): unknown;
 }
 
-const peerEndpoint = (body: Record<string, unknown>): string => {
-  const r = PeerRequestSchema.safeParse(body);
-  if (!r.success) throw new SelectionError('SEL_UNPROCESSABLE', describeIssues(r.error));
-  return r.data.endpoint;
-};
+const peerEndpoint = (body: Record<string, unknown>): string => parseBody(PeerRequestSchema, body).endpoint;
 
 // The patch schema reads every field as unknown (null = unchanged) before validating the present
 // ones; the document shows what those fields accept instead.

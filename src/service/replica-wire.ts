@@ -8,6 +8,7 @@
  * A legacy envelope with `tenant_id` (and no `routing_group`) is rejected.
  */
 import { Packr, Unpackr } from 'msgpackr';
+import { toU64 } from '../http/json.js';
 
 export const LIFECYCLE_TOPIC = 'dynamo.slot-tracker.v1';
 export const AFFINITY_TOPIC = 'dynamo.session-affinity.v1';
@@ -36,8 +37,7 @@ export interface AffinityWireEvent {
 const packr = new Packr({ useRecords: false, variableMapSize: true, largeBigIntToFloat: false });
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'bigint' });
 
-const u64 = (v: unknown): bigint | null =>
-  typeof v === 'bigint' ? (v >= 0n && v < 1n << 64n ? v : null) : Number.isSafeInteger(v) && (v as number) >= 0 ? BigInt(v as number) : null;
+const u64 = (v: unknown): bigint | null => toU64(v) ?? null;
 const u32 = (v: unknown): number | null => {
   const n = typeof v === 'bigint' ? Number(v) : v;
   return typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= 0xffffffff ? n : null;
@@ -109,7 +109,7 @@ export function decodeReplicaEvent(buf: Uint8Array): ReplicaEvent {
       });
     } else if (a.token_sequence != null) throw new Error('bad token_sequence');
     const hint = a.prefill_load_hint;
-    const initial = isMap(hint) ? u32(typeof hint.initial_effective_prefill_tokens === 'bigint' ? Number(hint.initial_effective_prefill_tokens) : hint.initial_effective_prefill_tokens) : null;
+    const initial = isMap(hint) ? u32(hint.initial_effective_prefill_tokens) : null;
     const eot = a.expected_output_tokens == null ? null : u32(a.expected_output_tokens);
     data = {
       kind: 'add', tokenSequence: seq, trackPrefillTokens: a.track_prefill_tokens === undefined ? true : a.track_prefill_tokens === true,

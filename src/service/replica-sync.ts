@@ -36,15 +36,12 @@ export interface ReplicaSyncOptions {
   applyLifecycle(e: ReplicaLifecycle): boolean;
   /** Apply a peer's binding event (affinity on). */
   applyAffinity?(e: AffinityWireEvent): boolean;
-  /** Bind address override (tests); default `tcp://*:<port>`. */
-  bindHost?: string;
 }
 
-const socketOptions = (endpoint?: string) => ({
+const socketOptions = {
   linger: 0, reconnectInterval: 100, reconnectMaxInterval: 5000, tcpKeepalive: 1,
   heartbeatInterval: 5000, heartbeatTimeout: 15000, heartbeatTimeToLive: 15000,
-  ipv6: endpoint?.startsWith('tcp://[') ?? false,
-});
+};
 
 export class ReplicaSync {
   readonly stats: ReplicaStats = { sent: 0, sendDropped: 0, received: 0, applied: 0, ownDropped: 0, rejected: 0, malformed: 0, receiveDropped: 0 };
@@ -62,17 +59,23 @@ export class ReplicaSync {
   private receiving: Promise<void> | null = null;
 
   private constructor(private readonly o: ReplicaSyncOptions) {
-    this.pub = new zmq.Publisher({ ...socketOptions(), sendTimeout: 0 });
-    this.sub = new zmq.Subscriber({ ...socketOptions(), receiveTimeout: -1 });
+    this.pub = new zmq.Publisher({ ...socketOptions, sendTimeout: 0 });
+    this.sub = new zmq.Subscriber({ ...socketOptions, receiveTimeout: -1 });
   }
 
   /** Binds the PUB, connects the SUB to the static peers and starts receiving. */
   static async start(o: ReplicaSyncOptions): Promise<ReplicaSync> {
     const r = new ReplicaSync(o);
-    await r.pub.bind(`tcp://${o.bindHost ?? '*'}:${o.port}`);
-    r.sub.subscribe(LIFECYCLE_TOPIC);
-    if (o.affinity) r.sub.subscribe(AFFINITY_TOPIC);
-    for (const p of o.peers) r.register(p);
+    try {
+      r.sub.subscribe(LIFECYCLE_TOPIC);
+      if (o.affinity) r.sub.subscribe(AFFINITY_TOPIC);
+      for (const p of o.peers) r.register(p); // an invalid peer fails before the port is bound
+      await r.pub.bind(`tcp://*:${o.port}`);
+    } catch (err) {
+      r.pub.close();
+      r.sub.close();
+      throw err;
+    }
     r.receiving = r.receiveLoop();
     return r;
   }

@@ -16,7 +16,7 @@ import type { WorkerIngestStats } from './kv-events/stats.js';
 import type { RouterEvent } from '../core/kv-index.js';
 import { ConfigError, LIMITS, type RouterConfig } from '../core/config.js';
 import { parseTrackingKey } from '../core/tracking-hash.js';
-import { replicaSyncDisabled } from '../core/errors.js';
+import { SelectionError, replicaSyncDisabled } from '../core/errors.js';
 import type { PolicyRegistry } from '../core/policy.js';
 import type { FilterQuery } from '../core/schemas.js';
 import type {
@@ -141,7 +141,8 @@ export class SelectionServiceBuilder {
         });
       } catch (err) {
         await ingress?.close();
-        throw new ConfigError([`--replica-sync-port: cannot bind tcp://*:${o.replicaSyncPort}: ${(err as Error).message}`]);
+        throw new ConfigError([err instanceof SelectionError ? `--replica-sync-peers: ${err.message}`
+          : `--replica-sync-port: cannot bind tcp://*:${o.replicaSyncPort}: ${(err as Error).message}`]);
       }
       const rs = replica;
       hooks.onLifecycle = (ev) => rs.publishLifecycle(ev);

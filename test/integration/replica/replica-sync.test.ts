@@ -110,3 +110,11 @@ test('shutdown releases the replica port', async () => {
   await assert.rejects(new SelectionServiceBuilder(cfg).replicaSync(0).build(), /replica-sync-port/);
   await assert.rejects(new SelectionServiceBuilder(cfg).replicaSync(null as unknown as number, ['tcp://127.0.0.1:1']).build(), /requires --replica-sync-port/);
 });
+
+test('an invalid static peer names --replica-sync-peers and leaves the port free', async () => {
+  const p = await freePort();
+  await assert.rejects(new SelectionServiceBuilder(cfg).replicaSync(p, ['not-an-endpoint']).build(),
+    /--replica-sync-peers: invalid ZMQ endpoint `not-an-endpoint`: missing scheme/);
+  const ok = await new SelectionServiceBuilder(cfg).replicaSync(p).build();
+  await ok.shutdown();
+});

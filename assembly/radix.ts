@@ -43,7 +43,7 @@ function createChild(p: Pool, parent: u32, local: u64): u32 {
   store<u32>(r, old, 32);
   if (old != NONE) store<u32>(rec(p, old), n, 36);
   store<u32>(pr, n, 28);
-  recInsertAfterGet(p.table, p.base, NODE_SIZE, n);   // right after childOf() missed this key
+  recInsertAfterGet(p.table, n);   // right after childOf() missed this key
   return n;
 }
 

@@ -82,35 +82,32 @@ export function recGet(t: usize, base: usize, size: usize, local: u64, a: u64, b
   }
 }
 
+/** Puts a cell in the first empty slot from its home (the key must be absent). */
+function place(t: usize, w: u64): void {
+  const c = cellsPtr(t), mask = capOf(t) - 1;
+  let i = homeOf(<u32>(w >> 32), shiftOf(t));
+  while (<u32>load<u64>(c + (<usize>i << 3)) != NONE) i = (i + 1) & mask;
+  store<u64>(c + (<usize>i << 3), w);
+}
+
 /** Doubles the cells, rehashing from the stored fingerprints (no record is read). */
 function grow(t: usize): void {
   const old = cellsPtr(t), oldCap = capOf(t);
   allocCells(t, 64 - shiftOf(t) + 1);
-  const c = cellsPtr(t), shift = shiftOf(t), mask = capOf(t) - 1;
   for (let i: u32 = 0; i < oldCap; i++) {
     const w = load<u64>(old + (<usize>i << 3));
-    if (<u32>w == NONE) continue;
-    let j = homeOf(<u32>(w >> 32), shift);
-    while (<u32>load<u64>(c + (<usize>j << 3)) != NONE) j = (j + 1) & mask;
-    store<u64>(c + (<usize>j << 3), w);
+    if (<u32>w != NONE) place(t, w);
   }
   heap.free(old);
 }
 
 @inline function needsGrow(t: usize, count: u32): bool { return <u64>count * 4 > <u64>capOf(t) * 3; }
 
-function place(t: usize, v: u32, fp: u32): void {
-  const c = cellsPtr(t), mask = capOf(t) - 1;
-  let i = homeOf(fp, shiftOf(t));
-  while (<u32>load<u64>(c + (<usize>i << 3)) != NONE) i = (i + 1) & mask;
-  store<u64>(c + (<usize>i << 3), cell(v, fp));
-}
-
 /** Insert record v (its key must be absent). */
 export function recInsert(t: usize, base: usize, size: usize, v: u32): void {
   const count = recCount(t) + 1;
   if (needsGrow(t, count)) grow(t);
-  place(t, v, recFp(base, size, v, useA(t)));
+  place(t, cell(v, recFp(base, size, v, useA(t))));
   store<u32>(t, count, 8);
 }
 
@@ -118,11 +115,11 @@ export function recInsert(t: usize, base: usize, size: usize, v: u32): void {
  * Insert record v whose key the immediately preceding recGet on this table reported absent:
  * reuses that probe's empty cell and fingerprint (no second probe, no record read).
  */
-export function recInsertAfterGet(t: usize, base: usize, size: usize, v: u32): void {
+export function recInsertAfterGet(t: usize, v: u32): void {
   const count = recCount(t) + 1;
   if (needsGrow(t, count)) {
     grow(t);
-    place(t, v, lastFp);
+    place(t, cell(v, lastFp));
   } else {
     store<u64>(cellsPtr(t) + (<usize>lastEmpty << 3), cell(v, lastFp));
   }

@@ -4,7 +4,7 @@
  * Hot callers use `hashBlocksToScratch` / `chainToScratch` and read the results in place from
  * `R_HASH_A` / `R_HASH_B` (no BigInt per hash). The `bigint[]` functions are cold conveniences.
  */
-import { getWasm } from './wasm.js';
+import { getWasm, type Wasm } from './wasm.js';
 
 /** XXH3 seed of public-mode local block hashes and of the sequence-hash chain (1337). */
 export const PUBLIC_SEED = 1337n;
@@ -61,6 +61,29 @@ export function publicBlockSeed(loraName: string | null, cacheNamespace: string 
 }
 
 /**
+ * Writes the per-block multimodal hashes of the first `count` blocks into R_MM_COUNTS /
+ * R_MM_HASHES (reserving them) and returns how many hashes there are; 0 (nothing written)
+ * when no block has any. It may grow memory: take other views after it.
+ */
+export function writeMmScratch(w: Wasm, mm: BlockMm, count: number): number {
+  if (mm === null) return 0;
+  let total = 0;
+  for (let i = 0; i < count && i < mm.length; i++) total += mm[i]?.length ?? 0;
+  if (total === 0) return 0;
+  const L = w.layout;
+  w.reserve(L.R_MM_COUNTS, count * 4);
+  w.reserve(L.R_MM_HASHES, total * 8);
+  const counts = w.u32(L.R_MM_COUNTS), hashes = w.u64(L.R_MM_HASHES);
+  let j = 0;
+  for (let i = 0; i < count; i++) {
+    const m = mm[i] ?? null;
+    counts[i] = m === null ? 0 : m.length;
+    if (m !== null) for (const h of m) hashes[j++] = BigInt.asUintN(64, h);
+  }
+  return total;
+}
+
+/**
  * Hash the complete blocks of `tokens` into R_HASH_A[0..count) with `seed`; returns the count.
  * Reserves every region the call touches first (reserve does not keep contents), then writes
  * tokens (and mm counts / hashes when any block has mm info) and makes one wasm call.
@@ -71,21 +94,9 @@ export function hashBlocksToScratch(tokens: ArrayLike<number>, blockSize: number
   const n = tokens.length, eagle = opts?.eagle === true, mm = opts?.mm ?? null;
   const count = blockCount(n, blockSize, eagle);
   if (count === 0) return 0;
-  let total = 0;
-  if (mm !== null) for (let i = 0; i < count && i < mm.length; i++) total += mm[i]?.length ?? 0;
   w.reserve(L.R_TOKENS, n * 4);
   w.reserve(L.R_HASH_A, count * 8);
-  if (total > 0) {
-    w.reserve(L.R_MM_COUNTS, count * 4);
-    w.reserve(L.R_MM_HASHES, total * 8);
-    const counts = w.u32(L.R_MM_COUNTS), hashes = w.u64(L.R_MM_HASHES);
-    let j = 0;
-    for (let i = 0; i < count; i++) {
-      const m = mm?.[i] ?? null;
-      counts[i] = m === null ? 0 : m.length;
-      if (m !== null) for (const h of m) hashes[j++] = BigInt.asUintN(64, h);
-    }
-  }
+  const total = writeMmScratch(w, mm, count); // may grow memory: before the views below
   w.u32(L.R_TOKENS).set(tokens);
   w.setParam(L.P_SEED, seed);
   const r = w.fn('hashBlocks')(n, blockSize, eagle ? 1 : 0, total > 0 ? 1 : 0);

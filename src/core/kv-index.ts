@@ -70,10 +70,16 @@ export class KvIndex {
   countStore(status: number, n: number): void {
     if (status === StoreStatus.ParentNotFound) this.counters.parentNotFound++;
     else if (status === StoreStatus.InvalidSequence) this.counters.invalidSequence++;
-    else {
+    else if (status >= 0) {
       this.counters.storedBlocks += status;
       if (status < n) this.counters.storeStopped++;
     }
+  }
+
+  /** Account a remove of `n` hashes of which `found` were held. */
+  countRemove(found: number, n: number): void {
+    this.counters.removedBlocks += found;
+    this.counters.unknownRemoved += n - found;
   }
 
   /** Stored(parent?, blocks) for a worker rank on a tier (cold form; hot callers use `index`). */
@@ -87,8 +93,7 @@ export class KvIndex {
   removed(workerId: bigint, dpRank: number, tier: Tier, hashes: readonly bigint[]): number {
     const s = this.slots.find(workerId, dpRank);
     const found = s < 0 ? 0 : this.index.remove(s, tier, hashes);
-    this.counters.removedBlocks += found;
-    this.counters.unknownRemoved += hashes.length - found;
+    this.countRemove(found, hashes.length);
     return found;
   }
 

@@ -60,6 +60,8 @@ export class Wasm {
   readonly layout: Layout;
   private buffer: ArrayBuffer | null = null;
   private ptrs: number[] = [];
+  /** Lower bounds of the scratch regions' capacities (see `reserve`). */
+  private readonly caps = new Float64Array(32);
   private readonly cache = new Map<string, ArrayBufferView>();
 
   constructor(module?: WebAssembly.Module | Uint8Array) {
@@ -111,16 +113,25 @@ export class Wasm {
   /** Drop cached region pointers (after a reserve moved a region). */
   private invalidate(): void { this.buffer = null; }
 
-  /** Ensure region r holds `bytes` bytes (cold: may grow memory and move the region). */
+  /**
+   * Ensure region r holds `bytes` bytes (may grow memory and move the region). Regions only
+   * ever grow, so a capacity once seen stays a lower bound: the common call (every event, every
+   * selection) returns here without a wasm call.
+   */
   reserve(r: number, bytes: number): void {
-    const cap = this.fn('scratchCap')(r) >>> 0;
-    if (cap >= bytes) return;
+    if (this.caps[r] >= bytes) return;
+    if (this.capacity(r) >= bytes) return;
     this.fn('scratchReserve')(r, bytes);
     this.invalidate();
+    this.capacity(r);
   }
 
-  /** Capacity of region r in bytes. */
-  capacity(r: number): number { return this.fn('scratchCap')(r) >>> 0; }
+  /** Capacity of region r in bytes (also refreshes the lower bound `reserve` uses). */
+  capacity(r: number): number {
+    const cap = this.fn('scratchCap')(r) >>> 0;
+    this.caps[r] = cap;
+    return cap;
+  }
 
   private view<T extends ArrayBufferView>(kind: string, r: number, make: (b: ArrayBuffer, p: number, n: number) => T, size: number): T {
     this.refresh();

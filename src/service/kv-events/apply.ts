@@ -78,7 +78,7 @@ export class BatchApplier {
     if (ns === null) { c.droppedEvents.ambiguousNamespace++; return; }
     const bs = this.target.blockSize;
     if (e.blockSize !== bs) { c.droppedEvents.blockSizeMismatch++; return; }
-    const st = this.writer.store(this.slot(rank, true), e.tier, e, batch, bs, ns);
+    const st = this.writer.store(this.slot(rank, true), e, batch, ns);
     this.target.index.countStore(st, e.count);
     if (st === StoreStatus.ParentNotFound) c.parentNotFound++;
     else if (st === StoreStatus.InvalidSequence) c.invalidSequence++;
@@ -110,9 +110,7 @@ export class BatchApplier {
     this.namespaces.removed(rank, batch.hashes, e.hashStart, count);
     const s = this.slot(rank, false);
     const found = s < 0 ? 0 : this.writer.remove(s, e.tier, batch.hashes, e.hashStart, count);
-    const ic = this.target.index.counters;
-    ic.removedBlocks += found;
-    ic.unknownRemoved += count - found;
+    this.target.index.countRemove(found, count);
     c.blocksRemoved += found;
     c.unknownRemoved += count - found;
     c.eventsApplied += last - i + 1;

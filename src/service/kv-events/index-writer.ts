@@ -9,7 +9,7 @@ import type { KvIndex } from '../../core/kv-index.js';
 import type { Tier } from '../../core/index-types.js';
 import type { Layout, Wasm } from '../../core/wasm.js';
 import type { WasmPrefixIndex } from '../../core/wasm-index.js';
-import { PUBLIC_SEED, publicBlockSeed, xxh3 } from '../../core/hashing.js';
+import { PUBLIC_SEED, publicBlockSeed, writeMmScratch, xxh3 } from '../../core/hashing.js';
 import { mmHashesOfBlock, type DecodedBatch, type DecodedStored } from './decode.js';
 
 /** Seeds of (lora_name, namespace) pairs as (lo, hi) words; bounded (cleared past the cap). */
@@ -17,11 +17,15 @@ const SEED_CACHE_MAX = 4096;
 const seedCache = new Map<string, readonly [number, number]>();
 const U32 = 0x1_0000_0000n;
 
+/** The seed of the common event (no LoRA, no salt), without building a cache key. */
+const PUBLIC_WORDS: readonly [number, number] = [Number(PUBLIC_SEED % U32), Number(PUBLIC_SEED / U32)];
+
 function seedWords(lora: string | null, ns: string): readonly [number, number] {
+  if (lora === null && ns === '') return PUBLIC_WORDS;
   const k = `${lora ?? ''}\u0000${ns}`;
   let w = seedCache.get(k);
   if (w === undefined) {
-    const s = lora === null && ns === '' ? PUBLIC_SEED : publicBlockSeed(lora, ns === '' ? null : ns);
+    const s = publicBlockSeed(lora, ns === '' ? null : ns);
     w = [Number(s % U32), Number(s / U32)];
     if (seedCache.size >= SEED_CACHE_MAX) seedCache.clear();
     seedCache.set(k, w);
@@ -33,10 +37,6 @@ export class IndexWriter {
   private readonly ix: WasmPrefixIndex;
   private readonly w: Wasm;
   private readonly L: Layout;
-  // Lower bounds of region capacities: regions only ever grow, so a cached bound stays true
-  // and the common event skips the scratchCap calls of `reserve`.
-  private tokenCap = 0;
-  private hashCap = 0;
 
   constructor(index: KvIndex) {
     this.ix = index.index;
@@ -45,29 +45,23 @@ export class IndexWriter {
   }
 
   private reserve(nTokens: number, nHashes: number): void {
-    if (nTokens * 4 > this.tokenCap) {
-      this.w.reserve(this.L.R_TOKENS, nTokens * 4);
-      this.tokenCap = this.w.capacity(this.L.R_TOKENS);
-    }
-    if (nHashes * 8 > this.hashCap) {
-      this.ix.reserveHashes(nHashes);
-      this.hashCap = Math.min(this.w.capacity(this.L.R_HASH_A), this.w.capacity(this.L.R_HASH_B));
-    }
+    this.w.reserve(this.L.R_TOKENS, nTokens * 4);
+    this.ix.reserveHashes(nHashes);
   }
 
   /**
-   * Store event `e` of `batch` on `slot`, hashing its tokens with `blockSize` (the worker's; the
-   * caller checked the event's) and the seed of (`e.loraName`, `ns`). Returns applied blocks or
-   * a StoreStatus. Tokens beyond the event's blocks are not passed, so the hash output fits.
+   * Store event `e` of `batch` on `slot`, hashing its tokens with the event's block size (the
+   * caller checked it is the worker's) and the seed of (`e.loraName`, `ns`). Returns applied
+   * blocks or a StoreStatus. Tokens beyond the event's blocks are not passed, so the hash output fits.
    */
-  store(slot: number, tier: Tier, e: DecodedStored, batch: DecodedBatch, blockSize: number, ns: string): number {
-    const n = e.count;
+  store(slot: number, e: DecodedStored, batch: DecodedBatch, ns: string): number {
+    const n = e.count, blockSize = e.blockSize, tier = e.tier;
     const nTokens = Math.min(e.tokenCount, n * blockSize + (e.eagle ? 1 : 0));
     const seed = seedWords(e.loraName, ns);
     // Multimodal hashes first: computing them may use R_BYTES / P_SEED of the shared module.
     const mm = e.extraKeys === null ? null : this.mmOf(e, Math.min(n, e.extraKeys.length));
     this.reserve(nTokens, n);
-    if (mm !== null) this.writeMm(mm, n); // may grow memory: before any view below is taken
+    if (mm !== null) writeMmScratch(this.w, mm, n); // may grow memory: before any view below is taken
     const w = this.w, L = this.L;
     w.u32(L.R_TOKENS).set(batch.tokens.subarray(e.tokenStart, e.tokenStart + nTokens));
     w.u32(L.R_HASH_B).set(batch.hashes.subarray(2 * e.hashStart, 2 * (e.hashStart + n)));
@@ -94,20 +88,5 @@ export class IndexWriter {
       out[i] = h;
     }
     return out;
-  }
-
-  private writeMm(mm: bigint[][], n: number): void {
-    const w = this.w, L = this.L;
-    let total = 0;
-    for (const h of mm) total += h.length;
-    w.reserve(L.R_MM_COUNTS, n * 4);
-    w.reserve(L.R_MM_HASHES, total * 8);
-    const counts = w.u32(L.R_MM_COUNTS), hashes = w.u64(L.R_MM_HASHES);
-    let j = 0;
-    for (let i = 0; i < n; i++) {
-      const h = mm[i] ?? [];
-      counts[i] = h.length;
-      for (const v of h) hashes[j++] = v;
-    }
   }
 }

@@ -7,6 +7,7 @@
  * Protocol with the main thread: -> {endpoints}, -> 'subscribed', then per phase (warm-up, measured):
  * <- 'go', -> {ms}; finally <- 'stop'.
  */
+import { seqFrame } from '../src/service/kv-events/frames.js';
 import { parentPort, workerData } from 'node:worker_threads';
 import * as zmq from 'zeromq';
 
@@ -21,7 +22,6 @@ pubs.forEach((p, i) => void (async () => { for await (const [m] of p) if (m[0] =
 while (!subscribed.every(Boolean)) await new Promise((r) => setTimeout(r, 5));
 port.postMessage('subscribed');
 const message = (): Promise<unknown> => new Promise((resolve) => port.once('message', resolve));
-const seqFrame = (s: number): Buffer => { const b = Buffer.alloc(8); b.writeBigUInt64BE(BigInt(s)); return b; };
 
 /** Sends batches [from[w], to[w]) of every engine, round-robin (engines run concurrently in a real deployment). */
 async function phase(from: number[], to: number[]): Promise<void> {
@@ -30,7 +30,7 @@ async function phase(from: number[], to: number[]): Promise<void> {
     for (let w = 0; w < pubs.length; w++) {
       const i = from[w] + k;
       if (i >= to[w]) continue;
-      await pubs[w].send(['kv-events', seqFrame(i), data[w].subarray(i === 0 ? 0 : ends[w][i - 1], ends[w][i])]);
+      await pubs[w].send(['kv-events', seqFrame(BigInt(i)), data[w].subarray(i === 0 ? 0 : ends[w][i - 1], ends[w][i])]);
     }
   }
 }

@@ -7,6 +7,7 @@
 import { build } from 'esbuild';
 import { readFileSync, writeFileSync, mkdirSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 /** Requests of the Mooncake conversation trace embedded as the page's sample. */
 const SAMPLE_REQUESTS = 2000;
@@ -15,10 +16,8 @@ export async function bundleWeb(root) {
   const dist = join(root, 'build/dist');
   const common = { bundle: true, platform: 'browser', target: 'es2022', legalComments: 'none', logLevel: 'warning' };
   const worker = await build({ ...common, entryPoints: [join(dist, 'web/worker.js')], format: 'iife', minify: true, write: false });
-  const trace = readFileSync(join(root, 'test/fixtures/mooncake/conversation_trace.jsonl'), 'utf8');
-  let end = 0;
-  for (let k = 0; k < SAMPLE_REQUESTS && end >= 0; k++) { end = trace.indexOf('\n', end); if (end >= 0) end++; }
-  const sample = end < 0 ? trace : trace.slice(0, end);
+  const { headLines } = await import(pathToFileURL(join(dist, 'src/sim/trace.js')).href);
+  const sample = headLines(readFileSync(join(root, 'test/fixtures/mooncake/conversation_trace.jsonl'), 'utf8'), SAMPLE_REQUESTS);
   const out = join(root, 'build/web');
   mkdirSync(out, { recursive: true });
   await build({

@@ -5,15 +5,4 @@
  * use, which browsers allow in Web Workers and, for a module this small, on the main thread.
  */
 export * from './core/index.js';
-export { SelectionCore, seededRng, systemRng, systemClock } from './core/core.js';
-export type { CoreOptions, CoreResult, SelectionCacheConfig } from './core/core.js';
-export {
-  PolicyRegistry, WorkerInputs, createDefaultPolicyFactory, defaultPolicyFactory, selectionContext, runPolicy,
-  DEFAULT_COST_SETTINGS, DEFAULT_POLICY_TYPE,
-} from './core/policy.js';
-export type {
-  WorkerSelectionPolicy, WorkerFilter, WorkerScorer, WorkerPicker, PickerRow, CandidateView, WorkerSelectionContext,
-  PolicyFactory, PolicyPartition, DefaultCostSettings,
-} from './core/policy.js';
-export type { Clock, Rng, SelectResponse, WorkerRecord } from './core/types.js';
 export * from './sim/index.js';

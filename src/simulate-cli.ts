@@ -89,13 +89,11 @@ export async function main(argv: string[], io: CliIo = process): Promise<number>
       prefillTokensPerSec: number(values['prefill-tps'], 'prefill-tps'), decodeTokensPerSec: number(values['decode-tps'], 'decode-tps'),
       maxConcurrent: number(values['max-concurrent'], 'max-concurrent'), maxBatchedTokens: number(values['max-batched-tokens'], 'max-batched-tokens'),
     };
-    for (const k of Object.keys(fleet) as (keyof FleetConfig)[]) if (fleet[k] === undefined) delete fleet[k];
     const knobs = {
       overlapScoreCredit: number(values['overlap-score-credit'], 'overlap-score-credit'),
       prefillLoadScale: number(values['prefill-load-scale'], 'prefill-load-scale'),
       routerTemperature: number(values.temperature, 'temperature'),
     };
-    for (const k of Object.keys(knobs) as (keyof typeof knobs)[]) if (knobs[k] === undefined) delete knobs[k];
     const queue = queueOption(number(values['queue-threshold'], 'queue-threshold'), values['queue-policy']);
     const trace = parseTrace(readFileSync(values.trace, 'utf8'), { limit: number(values.limit, 'limit') });
     const opts: SimulationOptions = {

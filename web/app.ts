@@ -61,8 +61,6 @@ async function run(): Promise<void> {
   button.disabled = true;
   try {
     const req = request(await traceText());
-    for (const k of Object.keys(req.fleet) as (keyof typeof req.fleet)[]) if (req.fleet[k] === undefined) delete req.fleet[k];
-    for (const k of Object.keys(req.knobs) as (keyof typeof req.knobs)[]) if (req.knobs[k] === undefined) delete req.knobs[k];
     worker ??= startWorker();
     status('starting…', 'running');
     const w = worker;

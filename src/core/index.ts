@@ -20,10 +20,11 @@ export { SessionAffinityTable } from './affinity.js';
 export type { AffinityMode, AffinityTarget, AffinityVersion } from './affinity.js';
 export {
   PolicyRegistry, WorkerInputs, CandidateRowView, selectionContext, runPolicy, DEFAULT_POLICY_TYPE, defaultPolicyFactory,
+  createDefaultPolicyFactory, DEFAULT_COST_SETTINGS,
 } from './policy.js';
 export type {
   WorkerSelectionPolicy, WorkerFilter, WorkerScorer, WorkerPicker, PickerRow, CandidateView, WorkerSelectionContext,
-  PolicyFactory, PolicyPartition,
+  PolicyFactory, PolicyPartition, DefaultCostSettings,
 } from './policy.js';
 export * from './schemas.js';
 export type * from './types.js';

@@ -30,6 +30,13 @@ export const DEFAULT_FLEET: Readonly<FleetConfig> = Object.freeze({
   prefillTokensPerSec: 20_000, decodeTokensPerSec: 50, maxConcurrent: 64, maxBatchedTokens: 16_384,
 });
 
+/** `defaults` with the keys `o` defines (an `undefined` value keeps the default). */
+export function overDefaults<T extends object>(defaults: Readonly<T>, o: Partial<T> = {}): T {
+  const out = { ...defaults };
+  for (const [k, v] of Object.entries(o)) if (v !== undefined) (out as Record<string, unknown>)[k] = v;
+  return out;
+}
+
 /**
  * A fleet from partial settings over the defaults. When the block size changes and no capacity
  * is given, the capacity keeps the default token budget. Throws an Error listing bad values.
@@ -37,7 +44,7 @@ export const DEFAULT_FLEET: Readonly<FleetConfig> = Object.freeze({
 export function fleetConfig(o: Partial<FleetConfig> = {}): FleetConfig {
   const blockSize = o.blockSize ?? DEFAULT_FLEET.blockSize;
   const f: FleetConfig = {
-    ...DEFAULT_FLEET, ...o,
+    ...overDefaults(DEFAULT_FLEET, o),
     capacityBlocks: o.capacityBlocks ?? (DEFAULT_FLEET.capacityBlocks * DEFAULT_FLEET.blockSize) / blockSize,
   };
   const bad: string[] = [];

@@ -12,7 +12,6 @@ import type { KvEventSink } from './engine.js';
 export class IndexSink implements KvEventSink {
   /** Blocks announced as stored / removed. */
   storedBlocks = 0;
-  removedBlocks = 0;
   /** Events the index applied differently from what the engine believes (0 when they agree). */
   mismatches = 0;
 
@@ -29,6 +28,5 @@ export class IndexSink implements KvEventSink {
   removed(workerId: bigint, dpRank: number, keys: readonly number[]): void {
     const hashes = keys.map((k) => this.ids.ext(k));
     if (this.index.removed(workerId, dpRank, Tier.Device, hashes) !== keys.length) this.mismatches++;
-    this.removedBlocks += keys.length;
   }
 }

@@ -17,6 +17,6 @@ export { EXAMPLE_SCORER, compileScorer, scorerOf } from './custom-scorer.js';
 export type { ScoreFn } from './custom-scorer.js';
 export { MetricsRecorder, percentiles, TTFT_EDGES_MS } from './metrics.js';
 export type { PolicyMetrics, Percentiles } from './metrics.js';
-export { simulate, runPolicy, DEFAULT_POLICIES, DEFAULT_KNOBS } from './simulate.js';
+export { simulate, DEFAULT_POLICIES, DEFAULT_KNOBS } from './simulate.js';
 export type { SimulationOptions, SimulationResult, SimProgress } from './simulate.js';
 export { formatReport, reportJson, REPORT_COLUMNS } from './report.js';

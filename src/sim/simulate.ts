@@ -9,12 +9,12 @@
  * equal-time events run in scheduling order. Only `wall_ms` varies between runs.
  */
 import { SelectionCore, seededRng } from '../core/core.js';
-import { parseRouterConfig } from '../core/config.js';
+import { parseRouterConfig, queueingEnabled } from '../core/config.js';
 import type { WorkerScorer } from '../core/policy.js';
 import { BlockIds } from './block-ids.js';
 import { EventQueue, VirtualClock } from './event-queue.js';
 import { SimEngine, type EngineHooks } from './engine.js';
-import { SIM_GROUP, SIM_MODEL, fleetConfig, registerFleet, type FleetConfig } from './fleet.js';
+import { SIM_GROUP, SIM_MODEL, fleetConfig, overDefaults, registerFleet, type FleetConfig } from './fleet.js';
 import { IndexSink } from './index-sink.js';
 import { MetricsRecorder, type PolicyMetrics } from './metrics.js';
 import { parsePolicies, policySetup, type CostKnobs, type PolicySpec } from './policies.js';
@@ -69,7 +69,7 @@ export async function simulate(trace: Trace, o: SimulationOptions = {}): Promise
   const ids = new BlockIds(trace, fleet.blockSize);
   const out: PolicyMetrics[] = [];
   for (let k = 0; k < specs.length; k++) {
-    out.push(await runPolicy(trace, ids, fleet, specs[k], { ...o, speed, index: k, count: specs.length }));
+    out.push(await runOne(trace, ids, fleet, specs[k], { ...o, speed, index: k, count: specs.length }));
   }
   return { fleet, seed: o.seed ?? 0, speed, requests: trace.length, policies: out };
 }
@@ -77,11 +77,11 @@ export async function simulate(trace: Trace, o: SimulationOptions = {}): Promise
 interface RunOptions extends SimulationOptions { speed: number; index: number; count: number }
 
 /** One policy over the trace (see {@link simulate}). */
-export async function runPolicy(trace: Trace, ids: BlockIds, fleet: FleetConfig, spec: PolicySpec, o: RunOptions): Promise<PolicyMetrics> {
+async function runOne(trace: Trace, ids: BlockIds, fleet: FleetConfig, spec: PolicySpec, o: RunOptions): Promise<PolicyMetrics> {
   const wall0 = performance.now();
   const clock = new VirtualClock();
   const events = new EventQueue(clock);
-  const setup = policySetup(spec, { knobs: { ...DEFAULT_KNOBS, ...o.knobs }, scorer: o.scorer });
+  const setup = policySetup(spec, { knobs: overDefaults(DEFAULT_KNOBS, o.knobs), scorer: o.scorer });
   // Expiry is a guard against lost frees; a simulation loses none, and its queues may be long.
   const config = parseRouterConfig({}, {
     useKvEvents: true, activeRequestExpirySecs: 10 * 365 * 86400, ...setup.overrides,
@@ -151,7 +151,7 @@ export async function runPolicy(trace: Trace, ids: BlockIds, fleet: FleetConfig,
       }
       if (selecting > 0) for (let k = 0; k < SETTLE_TURNS && selecting > 0; k++) await null;
       if (failure !== null) throw failure;
-      if (selecting > 0 && !config.routerQueueThreshold) throw new Error('internal: a selection did not settle in time');
+      if (selecting > 0 && !queueingEnabled(config, false)) throw new Error('internal: a selection did not settle in time');
       if (clock.t > stallAt) throw new Error(`simulation stalled: ${inFlight} requests unfinished at ${Math.round(clock.t / 1000)} s`);
     }
     sample();

@@ -123,3 +123,10 @@ test('with a router queue threshold, requests wait in the core\'s admission queu
   assert.ok(queued.router_wait_ms.p99 > 0, 'some selections waited for a rank to drop below 8,192 active prefill tokens');
   assert.ok(queued.queue_wait_ms.p99 >= queued.router_wait_ms.p99);
 });
+
+test('a router queue threshold of 0 is queueing too (every rank with prefill in flight is busy)', async () => {
+  const trace = conversationTrace(400);
+  const [queued] = (await simulate(trace, { fleet: { workers: 2 }, policies: 'kv', seed: 1, speed: 3, queue: { threshold: 0 } })).policies;
+  assert.equal(queued.requests, 400);
+  assert.ok(queued.router_wait_ms.p99 > 0);
+});

@@ -9,8 +9,8 @@
 import assert from 'node:assert/strict';
 import { Bench } from 'tinybench';
 import { createXXHash3 } from 'hash-wasm';
-import { getWasm } from '../src/core/wasm.js';
-import { PUBLIC_SEED, hashBlocksToScratch, chainToScratch } from '../src/core/hashing.js';
+import { getWasm } from '../src/core/index/wasm.js';
+import { PUBLIC_SEED, hashBlocksToScratch, chainToScratch } from '../src/core/index/hashing.js';
 
 const BS = 16;
 

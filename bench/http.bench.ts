@@ -8,10 +8,10 @@
  */
 import { Bench, type Task } from 'tinybench';
 import { buildApp } from '../src/http/app.js';
-import { parseJson, stringifyJson } from '../src/http/json.js';
-import { parseRouterConfig } from '../src/core/config.js';
+import { parseJson, stringifyJson } from '../src/core/wire/json.js';
+import { parseRouterConfig } from '../src/core/config/config.js';
 import { SelectionServiceBuilder } from '../src/service/service.js';
-import { makeRng } from '../src/core/reference/workload.js';
+import { makeRng } from '../test/reference/workload.js';
 
 const WORKERS = 16;
 

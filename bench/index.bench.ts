@@ -7,10 +7,10 @@
  */
 import { Bench } from 'tinybench';
 import { buildOps, readTrace, type OpStream } from './mooncake-ops.js';
-import { WasmPrefixIndex } from '../src/core/wasm-index.js';
-import { Wasm } from '../src/core/wasm.js';
-import { ReferenceIndex } from '../src/core/reference/index-model.js';
-import type { BlockRef, Tier } from '../src/core/index-types.js';
+import { WasmPrefixIndex } from '../src/core/index/wasm-index.js';
+import { Wasm } from '../src/core/index/wasm.js';
+import { ReferenceIndex } from '../test/reference/index-model.js';
+import type { BlockRef, Tier } from '../src/core/index/index-types.js';
 
 const DEVICE = 0 as Tier;
 

@@ -8,8 +8,8 @@
  * is the speed we give up for exactness). ops/s is 1000 / median latency.
  */
 import { Bench, type Task } from 'tinybench';
-import { jsonU64, parseJson, parseJsonPrecise, stringifyJson, u64ToI64 } from '../src/http/json.js';
-import { makeRng } from '../src/core/reference/workload.js';
+import { jsonU64, parseJson, parseJsonPrecise, stringifyJson, u64ToI64 } from '../src/core/wire/json.js';
+import { makeRng } from '../test/reference/workload.js';
 
 /** Seeded PRNG (mulberry32): the project's one, so bodies are identical run to run. */
 const mulberry32 = makeRng;

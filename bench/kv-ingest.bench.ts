@@ -14,10 +14,10 @@
 import { Worker } from 'node:worker_threads';
 import { performance as perf } from 'node:perf_hooks';
 import { SelectionServiceBuilder } from '../src/service/service.js';
-import { parseRouterConfig } from '../src/core/config.js';
-import { KvIndex } from '../src/core/kv-index.js';
-import { WasmPrefixIndex } from '../src/core/wasm-index.js';
-import { Wasm } from '../src/core/wasm.js';
+import { parseRouterConfig } from '../src/core/config/config.js';
+import { KvIndex } from '../src/core/index/kv-index.js';
+import { WasmPrefixIndex } from '../src/core/index/wasm-index.js';
+import { Wasm } from '../src/core/index/wasm.js';
 import { KvBatchDecoder } from '../src/service/kv-events/decode.js';
 import { BatchApplier } from '../src/service/kv-events/apply.js';
 import { newCounters, type IngestCounters } from '../src/service/kv-events/stats.js';

@@ -12,10 +12,10 @@
  */
 import { Bench } from 'tinybench';
 import { SelectionCore, seededRng } from '../src/core/core.js';
-import { parseRouterConfig } from '../src/core/config.js';
-import { Tier } from '../src/core/index-types.js';
-import { blockHashes, hashBlocksToScratch, PUBLIC_SEED } from '../src/core/hashing.js';
-import { makeRng } from '../src/core/reference/workload.js';
+import { parseRouterConfig } from '../src/core/config/config.js';
+import { Tier } from '../src/core/index/index-types.js';
+import { blockHashes, hashBlocksToScratch, PUBLIC_SEED } from '../src/core/index/hashing.js';
+import { makeRng } from '../test/reference/workload.js';
 
 const BS = 16;
 

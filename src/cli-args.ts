@@ -5,7 +5,7 @@
  * config schema (`--router-tracking-hash`) and the service builder (ports, affinity TTL) are
  * checked there, with messages that name the same flags.
  */
-import type { RouterConfig } from './core/config.js';
+import type { RouterConfig } from './core/config/config.js';
 import { validateZmqEndpoint } from './service/zmq-endpoint.js';
 
 /** Pino levels accepted by `--log-level`. */

@@ -6,7 +6,7 @@
  * after SIGINT/SIGTERM), 1 runtime failure (e.g. the port is taken), 2 invalid flags or
  * configuration.
  */
-import { ConfigError, parseRouterConfig } from './core/config.js';
+import { ConfigError, parseRouterConfig } from './core/config/config.js';
 import { CliError, parseCliArgs, routerOverrides, usage } from './cli-args.js';
 import { readEnv } from './service/env.js';
 import { VERSION } from './version.js';

@@ -5,8 +5,8 @@
  * close listeners and sockets; exit 0 within 5 s even if something hangs).
  */
 import type { AddressInfo } from 'node:net';
-import type { RouterConfig } from './core/config.js';
-import { envDeprecations } from './core/config-env.js';
+import type { RouterConfig } from './core/config/config.js';
+import { envDeprecations } from './core/config/config-env.js';
 import { createServer, selectionApi } from './http/app.js';
 import { WorkersFileDiscovery } from './service/discovery.js';
 import { SelectionServiceBuilder } from './service/service.js';

@@ -5,14 +5,14 @@
  * schedulability reasons, partition creation, rank diff, KV-event listeners.
  */
 import { workerNotFound } from './errors.js';
-import { FilterQuerySchema, WorkerPatchSchema, WorkerRequestSchema, type FilterQuery, type WorkerRequest } from './schemas.js';
+import { FilterQuerySchema, WorkerPatchSchema, WorkerRequestSchema, type FilterQuery, type WorkerRequest } from './wire/schemas.js';
 import {
   applyPatch, compareRecords, eventEndpoints, metadataReasons, partitionKeyOf, ranksOf, toRecord, type WorkerEntry,
-} from './catalog.js';
-import type { Partition } from './partition.js';
+} from './catalog/catalog.js';
+import type { Partition } from './catalog/partition.js';
 import { parseBody, type CoreState } from './core-state.js';
-import type { Scheduler } from './scheduler.js';
-import type { ReadyResponse, WorkerRecord } from './types.js';
+import type { Scheduler } from './select/scheduler.js';
+import type { ReadyResponse, WorkerRecord } from './wire/types.js';
 
 export class CatalogOps {
   constructor(private readonly s: CoreState, private readonly sched: Scheduler, private readonly live: () => void) {}

@@ -2,12 +2,12 @@
  * What a host gives a SelectionCore and gets from it: options, hooks, the KV-event feed
  * interface, lifecycle and binding events for replica sync, and the queue's waiter contract.
  */
-import type { ConfigError } from './config.js';
-import type { RouterPolicyConfig } from './policy-config.js';
-import type { PolicyRegistry } from './policy.js';
-import type { AffinityMode } from './affinity.js';
-import type { Partition } from './partition.js';
-import type { Clock, Rng } from './types.js';
+import type { ConfigError } from './config/config.js';
+import type { RouterPolicyConfig } from './select/policy-config.js';
+import type { PolicyRegistry } from './select/policy.js';
+import type { AffinityMode } from './booking/affinity.js';
+import type { Partition } from './catalog/partition.js';
+import type { Clock, Rng } from './wire/types.js';
 import type { SelectionCore } from './core.js';
 
 /** A partition as the KV-event ingress sees it. */

@@ -6,20 +6,20 @@
  * it; core.ts wires them together.
  */
 import type { z } from 'zod';
-import { LIMITS, queueingEnabled, type RouterConfig } from './config.js';
+import { LIMITS, queueingEnabled, type RouterConfig } from './config/config.js';
 import { SelectionError, noSchedulableWorkers, noSchedulableWorkersFor } from './errors.js';
-import { policyConfigQueues, resolveProfile, type RouterPolicyConfig } from './policy-config.js';
-import { AdmissionQueue } from './queue.js';
-import { describeIssues } from './schemas.js';
-import { partitionKeyOf, type WorkerEntry } from './catalog.js';
-import { Partition } from './partition.js';
-import { SessionAffinityTable, type AffinityLease } from './affinity.js';
-import { PendingSelectionCache } from './pending.js';
-import { ReservationIndex } from './reservations.js';
-import type { PromptNormalizer } from './prompt.js';
-import type { PolicyRegistry } from './policy.js';
+import { policyConfigQueues, resolveProfile, type RouterPolicyConfig } from './select/policy-config.js';
+import { AdmissionQueue } from './select/queue.js';
+import { describeIssues } from './wire/schemas.js';
+import { partitionKeyOf, type WorkerEntry } from './catalog/catalog.js';
+import { Partition } from './catalog/partition.js';
+import { SessionAffinityTable, type AffinityLease } from './booking/affinity.js';
+import { PendingSelectionCache } from './booking/pending.js';
+import { ReservationIndex } from './booking/reservations.js';
+import type { PromptNormalizer } from './index/prompt.js';
+import type { PolicyRegistry } from './select/policy.js';
 import type { CoreHooks, CoreOptions, IndexFeed, SessionAffinityConfig, Waiter } from './core-api.js';
-import type { Clock, Rng } from './types.js';
+import type { Clock, Rng } from './wire/types.js';
 import { systemClock } from './random.js';
 
 /** Milliseconds per second (clocks read milliseconds; configuration speaks seconds). */

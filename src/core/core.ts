@@ -13,18 +13,18 @@
  * (booking.ts), and the operation groups (catalog-ops, select-ops, reservation-ops, inspection,
  * replica-apply), each one concept.
  */
-import { ConfigError, LIMITS, type RouterConfig } from './config.js';
+import { ConfigError, LIMITS, type RouterConfig } from './config/config.js';
 import { shuttingDown, subscriberShutdown } from './errors.js';
-import { partitionKeyOf } from './catalog.js';
-import type { Partition } from './partition.js';
-import { PromptNormalizer } from './prompt.js';
-import type { PendingSelectionCache } from './pending.js';
-import type { ReservationIndex } from './reservations.js';
-import type { AffinityLease } from './affinity.js';
-import type { RouterEvent } from './kv-index.js';
+import { partitionKeyOf } from './catalog/catalog.js';
+import type { Partition } from './catalog/partition.js';
+import { PromptNormalizer } from './index/prompt.js';
+import type { PendingSelectionCache } from './booking/pending.js';
+import type { ReservationIndex } from './booking/reservations.js';
+import type { AffinityLease } from './booking/affinity.js';
+import type { RouterEvent } from './index/kv-index.js';
 import { CoreState, MS } from './core-state.js';
-import { Scheduler } from './scheduler.js';
-import { Booker } from './booking.js';
+import { Scheduler } from './select/scheduler.js';
+import { Booker } from './booking/booker.js';
 import { CatalogOps } from './catalog-ops.js';
 import { SelectOps } from './select-ops.js';
 import { ReservationOps } from './reservation-ops.js';
@@ -35,7 +35,7 @@ import type { AffinityEvent, CoreOptions, CoreResult, ReplicaLifecycle } from '.
 import type {
   Clock, DumpResponse, ModelLoadResponse, OverlapScoresResponse, PotentialLoad, ReadyResponse, ReservationResponse, Rng,
   SelectOptions, SelectResponse, SelectionApi, StatusOk, WorkerRecord,
-} from './types.js';
+} from './wire/types.js';
 
 export { seededRng, systemClock, systemRng } from './random.js';
 export type {

@@ -2,16 +2,16 @@
  * Inspection (api §2.13-§2.16, §7): current loads with queue counters, potential loads and
  * tiered overlap rows for a prompt, and the index as a `/dump` snapshot (and loading one).
  */
-import { applyOverride, type EffectiveRouterValues } from './config.js';
-import { FilterQuerySchema, PromptQuerySchema, type FilterQuery } from './schemas.js';
-import { partitionKeyOf } from './catalog.js';
-import { checkPromptFields, type NormalizedPrompt, type PromptFields } from './prompt.js';
-import type { Partition } from './partition.js';
-import { effectivePrefillTokens, untrackedBlocks } from './selector.js';
-import type { RouterEvent } from './kv-index.js';
+import { applyOverride, type EffectiveRouterValues } from './config/config.js';
+import { FilterQuerySchema, PromptQuerySchema, type FilterQuery } from './wire/schemas.js';
+import { partitionKeyOf } from './catalog/catalog.js';
+import { checkPromptFields, type NormalizedPrompt, type PromptFields } from './index/prompt.js';
+import type { Partition } from './catalog/partition.js';
+import { effectivePrefillTokens, untrackedBlocks } from './select/selector.js';
+import type { RouterEvent } from './index/kv-index.js';
 import { parseBody, type CoreState } from './core-state.js';
-import type { Scheduler } from './scheduler.js';
-import type { DumpResponse, ModelLoadResponse, OverlapScoresResponse, PotentialLoad } from './types.js';
+import type { Scheduler } from './select/scheduler.js';
+import type { DumpResponse, ModelLoadResponse, OverlapScoresResponse, PotentialLoad } from './wire/types.js';
 
 export class Inspection {
   constructor(private readonly s: CoreState, private readonly sched: Scheduler, private readonly live: () => void,

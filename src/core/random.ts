@@ -8,7 +8,7 @@
  * bench/RESULTS.md, HTTP section): tie-breaking among idle workers draws once per tie.
  * `systemRng` is the same generator seeded once from the platform's crypto source.
  */
-import type { Clock, Rng } from './types.js';
+import type { Clock, Rng } from './wire/types.js';
 
 /** Default clock: performance.now (monotonic, available in Node and browsers). */
 export const systemClock: Clock = { now: () => performance.now() };

@@ -2,10 +2,10 @@
  * Applying replica peers' events (api §6, §8): lifecycle events become mirrored bookings that
  * lifecycle calls here resolve; session bindings follow the version rules. Nothing is re-published.
  */
-import { partitionKeyOf } from './catalog.js';
+import { partitionKeyOf } from './catalog/catalog.js';
 import type { AffinityEvent, ReplicaLifecycle } from './core-api.js';
 import type { CoreState } from './core-state.js';
-import type { Scheduler } from './scheduler.js';
+import type { Scheduler } from './select/scheduler.js';
 
 export class ReplicaApply {
   constructor(private readonly s: CoreState, private readonly sched: Scheduler) {}

@@ -4,21 +4,21 @@
  * the cached entry, strict booking of a schedulable rank), prefill completion (idempotent,
  * re-published), output blocks (local only) and free.
  */
-import { applyOverride } from './config.js';
+import { applyOverride } from './config/config.js';
 import {
   SelectionError, decayFractionOutOfRange, effectivePrefillExceedsIsl, pendingNotFound, reservationNotFound,
   schedulableWorkerNotFound,
 } from './errors.js';
-import { OutputBlockRequestSchema, ReservationRequestSchema } from './schemas.js';
-import { checkPromptFields, type NormalizedPrompt } from './prompt.js';
-import type { AffinityLease, Hold } from './affinity.js';
-import type { Partition } from './partition.js';
-import { effectivePrefillTokens } from './selector.js';
-import { rankKeyOf } from './slots.js';
+import { OutputBlockRequestSchema, ReservationRequestSchema } from './wire/schemas.js';
+import { checkPromptFields, type NormalizedPrompt } from './index/prompt.js';
+import type { AffinityLease, Hold } from './booking/affinity.js';
+import type { Partition } from './catalog/partition.js';
+import { effectivePrefillTokens } from './select/selector.js';
+import { rankKeyOf } from './index/slots.js';
 import { parseBody, type CoreState } from './core-state.js';
-import type { Booker } from './booking.js';
-import type { Scheduler } from './scheduler.js';
-import type { ReservationResponse, StatusOk } from './types.js';
+import type { Booker } from './booking/booker.js';
+import type { Scheduler } from './select/scheduler.js';
+import type { ReservationResponse, StatusOk } from './wire/types.js';
 
 export class ReservationOps {
   constructor(private readonly s: CoreState, private readonly sched: Scheduler, private readonly booker: Booker,

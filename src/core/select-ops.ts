@@ -3,14 +3,14 @@
  * booking inputs under a selection_id; advisory adds worker load) and `select_and_reserve`
  * (claims the id, holds the session, schedules, commits the binding and books atomically).
  */
-import { applyOverride } from './config.js';
-import { SelectAndReserveRequestSchema, SelectRequestSchema, type SelectAndReserveRequest } from './schemas.js';
-import { checkPromptFields } from './prompt.js';
-import type { Hold } from './affinity.js';
+import { applyOverride } from './config/config.js';
+import { SelectAndReserveRequestSchema, SelectRequestSchema, type SelectAndReserveRequest } from './wire/schemas.js';
+import { checkPromptFields } from './index/prompt.js';
+import type { Hold } from './booking/affinity.js';
 import { parseBody, type CoreState } from './core-state.js';
-import type { Booker } from './booking.js';
-import type { Choice, OverlapCache, Scheduler } from './scheduler.js';
-import type { SelectOptions, SelectResponse } from './types.js';
+import type { Booker } from './booking/booker.js';
+import type { Choice, OverlapCache, Scheduler } from './select/scheduler.js';
+import type { SelectOptions, SelectResponse } from './wire/types.js';
 
 export class SelectOps {
   constructor(private readonly s: CoreState, private readonly sched: Scheduler, private readonly booker: Booker,

@@ -6,12 +6,12 @@
  * Listening and signals belong to the process entry (server.ts).
  */
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
-import { LIMITS } from '../core/config.js';
-import type { ServiceApi } from '../core/types.js';
+import { LIMITS } from '../core/config/config.js';
+import type { ServiceApi } from '../core/wire/types.js';
 import { VERSION } from '../version.js';
 import { ignoreBodies, useJsonBodies } from './content-type.js';
 import { installErrorHandler, sendError } from './error-handler.js';
-import { stringifyJson } from './json.js';
+import { stringifyJson } from '../core/wire/json.js';
 import { installNotFound } from './not-found.js';
 import { openApiRoute } from './openapi.js';
 import { ROUTES, run, type RouteDef } from './routes.js';

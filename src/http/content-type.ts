@@ -7,7 +7,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { SelectionError } from '../core/errors.js';
-import { parseJson } from './json.js';
+import { parseJson } from '../core/wire/json.js';
 
 // `application/json` or `application/<anything>+json`, with or without parameters.
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json(?:\s*;|$)/i;

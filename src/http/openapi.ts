@@ -11,7 +11,7 @@ import { z } from 'zod';
 import type { RouteDef } from './routes.js';
 import { ErrorSchema } from './response-schemas.js';
 import { POLICY_CLASS_HEADER } from './request-input.js';
-import { U64_MAX } from './json.js';
+import { U64_MAX } from '../core/wire/json.js';
 
 type Json = Record<string, unknown>;
 

@@ -5,9 +5,9 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { SelectionError } from '../core/errors.js';
-import type { FilterQuery } from '../core/schemas.js';
-import type { SelectOptions } from '../core/types.js';
-import { U64_MAX } from './json.js';
+import type { FilterQuery } from '../core/wire/schemas.js';
+import type { SelectOptions } from '../core/wire/types.js';
+import { U64_MAX } from '../core/wire/json.js';
 
 
 /** Header naming the policy class on the two select routes. */

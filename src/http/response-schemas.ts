@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type {
   ModelLoadResponse, OverlapScoresResponse, PotentialLoad, ReadyResponse, ReservationResponse, SelectResponse, StatusOk,
   WorkerRecord,
-} from '../core/types.js';
+} from '../core/wire/types.js';
 
 const int = () => z.number().int().min(0);
 const rankMap = () => z.record(z.string(), z.string());

@@ -9,9 +9,9 @@ import type { z } from 'zod';
 import {
   OutputBlockRequestSchema, PeerRequestSchema, PromptQuerySchema, ReservationRequestSchema, SelectAndReserveRequestSchema,
   SelectRequestSchema, WorkerRequestSchema,
-} from '../core/schemas.js';
+} from '../core/wire/schemas.js';
 import { parseBody } from '../core/core-state.js';
-import type { ServiceApi } from '../core/types.js';
+import type { ServiceApi } from '../core/wire/types.js';
 import { jsonObjectBody } from './content-type.js';
 import { filterQuery, pathU64, selectOptions } from './request-input.js';
 import {

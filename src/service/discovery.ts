@@ -16,10 +16,10 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
-import { LIMITS } from '../core/config.js';
+import { LIMITS } from '../core/config/config.js';
 import { SelectionError } from '../core/errors.js';
-import { WorkerRequestSchema, describeIssues } from '../core/schemas.js';
-import { parseJson } from '../http/json.js';
+import { WorkerRequestSchema, describeIssues } from '../core/wire/schemas.js';
+import { parseJson } from '../core/wire/json.js';
 import type { Logger } from './service.js';
 
 /** What discovery needs of the service. */

@@ -9,7 +9,7 @@
  * 4,096 affinity) and applied in batches of at most 256 events per turn of the event loop.
  */
 import * as zmq from 'zeromq';
-import { LIMITS } from '../core/config.js';
+import { LIMITS } from '../core/config/config.js';
 import type { LifecycleEvent, ReplicaLifecycle } from '../core/core.js';
 import { invalidZmqEndpoint, peerNotFound } from '../core/errors.js';
 import {

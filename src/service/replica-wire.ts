@@ -8,7 +8,7 @@
  * A legacy envelope with `tenant_id` (and no `routing_group`) is rejected.
  */
 import { Packr, Unpackr } from 'msgpackr';
-import { toU64 } from '../http/json.js';
+import { toU64 } from '../core/wire/json.js';
 
 export const LIFECYCLE_TOPIC = 'dynamo.slot-tracker.v1';
 export const AFFINITY_TOPIC = 'dynamo.session-affinity.v1';

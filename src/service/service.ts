@@ -8,21 +8,21 @@ import { parse as parseYaml } from 'yaml';
 import {
   SelectionCore, systemRng, type CoreHooks, type CoreOptions, type IndexFeed, type SelectionCacheConfig, type SessionAffinityConfig,
 } from '../core/core.js';
-import { parsePolicyConfig, type RouterPolicyConfig } from '../core/policy-config.js';
-import { parseJson } from '../http/json.js';
+import { parsePolicyConfig, type RouterPolicyConfig } from '../core/select/policy-config.js';
+import { parseJson } from '../core/wire/json.js';
 import { ReplicaSync } from './replica-sync.js';
 import { ZmqKvIngress } from './kv-events/ingress.js';
 import type { WorkerIngestStats } from './kv-events/stats.js';
-import type { RouterEvent } from '../core/kv-index.js';
-import { ConfigError, LIMITS, type RouterConfig } from '../core/config.js';
-import { parseTrackingKey } from '../core/tracking-hash.js';
+import type { RouterEvent } from '../core/index/kv-index.js';
+import { ConfigError, LIMITS, type RouterConfig } from '../core/config/config.js';
+import { parseTrackingKey } from '../core/index/tracking-hash.js';
 import { SelectionError, replicaSyncDisabled } from '../core/errors.js';
-import type { PolicyRegistry } from '../core/policy.js';
-import type { FilterQuery } from '../core/schemas.js';
+import type { PolicyRegistry } from '../core/select/policy.js';
+import type { FilterQuery } from '../core/wire/schemas.js';
 import type {
   Clock, DumpResponse, ModelLoadResponse, OverlapScoresResponse, PotentialLoad, ReadyResponse,
   ReservationResponse, Rng, SelectOptions, SelectResponse, ServiceApi, StatusOk, WorkerRecord,
-} from '../core/types.js';
+} from '../core/wire/types.js';
 
 /** A pino-compatible logger subset. */
 export interface Logger {

@@ -6,7 +6,7 @@
  * `decodeCostBlocks()`, `activeRequests()`, `worker()`, ...). The page and the CLI take the body
  * of that function as text; TypeScript users pass a `WorkerScorer` object directly.
  */
-import type { CandidateView, WorkerScorer, WorkerSelectionContext } from '../core/policy.js';
+import type { CandidateView, WorkerScorer, WorkerSelectionContext } from '../core/select/policy.js';
 
 /** A scorer function. */
 export type ScoreFn = (ctx: WorkerSelectionContext, cands: readonly CandidateView[], out: Float64Array) => void;

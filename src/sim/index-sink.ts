@@ -4,8 +4,8 @@
  * them (engine block hash + token-content hash per block, the parent's engine hash), through the
  * same {@link KvIndex.stored} / {@link KvIndex.removed} calls.
  */
-import { Tier, type BlockRef } from '../core/index-types.js';
-import type { KvIndex } from '../core/kv-index.js';
+import { Tier, type BlockRef } from '../core/index/index-types.js';
+import type { KvIndex } from '../core/index/kv-index.js';
 import type { BlockIds } from './block-ids.js';
 import type { KvEventSink } from './engine.js';
 

@@ -10,9 +10,9 @@
  *
  * A spec string is `name` or `name:key=value:key=value`, e.g. `kv:overlap_score_credit=0.5`.
  */
-import type { RouterConfig } from '../core/config.js';
-import { PolicyRegistry, WorkerInputs, type PolicyFactory, type WorkerPicker, type WorkerScorer } from '../core/policy.js';
-import { pickByCost } from '../core/selector.js';
+import type { RouterConfig } from '../core/config/config.js';
+import { PolicyRegistry, WorkerInputs, type PolicyFactory, type WorkerPicker, type WorkerScorer } from '../core/select/policy.js';
+import { pickByCost } from '../core/select/selector.js';
 import type { SessionAffinityConfig } from '../core/core.js';
 import { EXAMPLE_SCORER, compileScorer } from './custom-scorer.js';
 

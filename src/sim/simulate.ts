@@ -9,8 +9,8 @@
  * equal-time events run in scheduling order. Only `wall_ms` varies between runs.
  */
 import { SelectionCore, seededRng } from '../core/core.js';
-import { parseRouterConfig, queueingEnabled } from '../core/config.js';
-import type { WorkerScorer } from '../core/policy.js';
+import { parseRouterConfig, queueingEnabled } from '../core/config/config.js';
+import type { WorkerScorer } from '../core/select/policy.js';
 import { BlockIds } from './block-ids.js';
 import { EventQueue, VirtualClock } from './event-queue.js';
 import { SimEngine, type EngineHooks } from './engine.js';

@@ -3,7 +3,7 @@
  * registration, waiting for the ingress to apply batches, and overlap / dump readers.
  */
 import { SelectionServiceBuilder, type SelectionService } from '../../src/service/service.js';
-import { parseRouterConfig } from '../../src/core/config.js';
+import { parseRouterConfig } from '../../src/core/config/config.js';
 import type { IngestCounters, WorkerIngestStats } from '../../src/service/kv-events/stats.js';
 import { ZmqKvIngress } from '../../src/service/kv-events/ingress.js';
 import { eventually } from './ports.js';

@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseJson, stringifyJson } from '../../src/http/json.js';
+import { parseJson, stringifyJson } from '../../src/core/wire/json.js';
 
 // compiled to build/dist/test/support/: four levels up is the project root
 const root = join(dirname(fileURLToPath(import.meta.url)), '../../../..');

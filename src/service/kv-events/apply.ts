@@ -7,8 +7,8 @@
  * One applier per listener: like Dynamo's per-listener normalizer, its group kinds and
  * namespace map start empty when a rank gets a fresh listener.
  */
-import type { KvIndex } from '../../core/kv-index.js';
-import { StoreStatus } from '../../core/index-types.js';
+import type { KvIndex } from '../../core/index/kv-index.js';
+import { StoreStatus } from '../../core/index/index-types.js';
 import type { DecodedBatch, DecodedEvent, DecodedRemoved, DecodedStored } from './decode.js';
 import { CacheNamespaces } from './namespaces.js';
 import { GroupFilter } from './groups.js';

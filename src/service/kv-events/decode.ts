@@ -12,7 +12,7 @@
  * {@link KvDecodeError}; a bad individual event (unknown tag, `Ignored`, unknown medium, REMOTE or
  * unknown locality, wrong field type, missing field) is skipped and counted in `dropped`.
  */
-import { Tier } from '../../core/index-types.js';
+import { Tier } from '../../core/index/index-types.js';
 import { DROP_EVENT, KvDecodeError, MsgpackCursor, keyTable } from './msgpack-reader.js';
 
 // Tier is the core index's tier type (same values the brief lists: Device 0, Host 1, Disk 2,

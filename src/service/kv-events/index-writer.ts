@@ -5,11 +5,11 @@
  * JS number per hash. Cold data is confined to what is rare on the wire: a LoRA name or cache
  * salt costs one cached seed, multimodal `extra_keys` a few BigInts per block that has them.
  */
-import type { KvIndex } from '../../core/kv-index.js';
-import type { Tier } from '../../core/index-types.js';
-import type { Layout, Wasm } from '../../core/wasm.js';
-import type { WasmPrefixIndex } from '../../core/wasm-index.js';
-import { PUBLIC_SEED, publicBlockSeed, writeMmScratch, xxh3 } from '../../core/hashing.js';
+import type { KvIndex } from '../../core/index/kv-index.js';
+import type { Tier } from '../../core/index/index-types.js';
+import type { Layout, Wasm } from '../../core/index/wasm.js';
+import type { WasmPrefixIndex } from '../../core/index/wasm-index.js';
+import { PUBLIC_SEED, publicBlockSeed, writeMmScratch, xxh3 } from '../../core/index/hashing.js';
 import { mmHashesOfBlock, type DecodedBatch, type DecodedStored } from './decode.js';
 
 /** Seeds of (lora_name, namespace) pairs as (lo, hi) words; bounded (cleared past the cap). */

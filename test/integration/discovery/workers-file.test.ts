@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rename, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseRouterConfig } from '../../../src/core/config.js';
+import { parseRouterConfig } from '../../../src/core/config/config.js';
 import { SelectionError } from '../../../src/core/errors.js';
 import { SelectionServiceBuilder, type SelectionService } from '../../../src/service/service.js';
 import { WorkersFileDiscovery, parseWorkersFile, type CatalogTarget } from '../../../src/service/discovery.js';

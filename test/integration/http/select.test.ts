@@ -10,7 +10,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer, toks } from './server.js';
-import { blockHashes, sequenceHashes } from '../../../src/core/hashing.js';
+import { blockHashes, sequenceHashes } from '../../../src/core/index/hashing.js';
 import { eventually } from '../../support/ports.js';
 
 const LEGACY = ['cached_tokens', 'effective_overlap_blocks', 'tenant_id'];

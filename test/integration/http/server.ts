@@ -6,8 +6,8 @@
 import { request as httpRequest } from 'node:http';
 import type { TestContext } from 'node:test';
 import { buildApp } from '../../../src/http/app.js';
-import { parseJson, stringifyJson } from '../../../src/http/json.js';
-import { parseRouterConfig } from '../../../src/core/config.js';
+import { parseJson, stringifyJson } from '../../../src/core/wire/json.js';
+import { parseRouterConfig } from '../../../src/core/config/config.js';
 import { SelectionServiceBuilder, type SelectionService } from '../../../src/service/service.js';
 
 /** A response; `body` is the u64-exact parse (`any`, so assertions can index it freely). */

@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { FIXTURE_DIR, fixtureHash, fixtureLines, type FixtureLine } from '../../support/kv-batches.js';
 import { counters, dumpedBlocks, listeningWorker, selectOverlap, until } from '../../support/kv-service.js';
-import { blockHashes } from '../../../src/core/hashing.js';
+import { blockHashes } from '../../../src/core/index/hashing.js';
 
 interface IndexEntry { file: string; dp_rank: number | null }
 const files = JSON.parse(readFileSync(new URL('index.json', FIXTURE_DIR), 'utf8')) as IndexEntry[];

@@ -9,7 +9,7 @@ import { FakeEngine } from '../../support/fake-engine.js';
 import { batch, storedEvent, tokenRange } from '../../support/kv-batches.js';
 import { counters, listeningWorker, selectOverlap, until, workerBody } from '../../support/kv-service.js';
 import { SelectionServiceBuilder } from '../../../src/service/service.js';
-import { parseRouterConfig } from '../../../src/core/config.js';
+import { parseRouterConfig } from '../../../src/core/config/config.js';
 import { ZmqKvIngress } from '../../../src/service/kv-events/ingress.js';
 
 const P = tokenRange(1000, 32);

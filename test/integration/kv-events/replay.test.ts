@@ -11,7 +11,7 @@ import { fixtureLines } from '../../support/kv-batches.js';
 import { counters, kvService, selectOverlap, until, workerBody } from '../../support/kv-service.js';
 import { freePort } from '../../support/ports.js';
 import { SelectionServiceBuilder } from '../../../src/service/service.js';
-import { parseRouterConfig } from '../../../src/core/config.js';
+import { parseRouterConfig } from '../../../src/core/config/config.js';
 import { ZmqKvIngress } from '../../../src/service/kv-events/ingress.js';
 
 const lines = fixtureLines('v026-array-batch.jsonl');

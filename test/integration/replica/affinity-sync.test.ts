@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SelectionServiceBuilder, type SelectionService } from '../../../src/service/service.js';
-import { parseRouterConfig } from '../../../src/core/config.js';
+import { parseRouterConfig } from '../../../src/core/config/config.js';
 import { eventually, freePort } from '../../support/ports.js';
 
 const cfg = parseRouterConfig({ DYN_ROUTER_USE_KV_EVENTS: 'false' });

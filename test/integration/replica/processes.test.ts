@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startService, type ServiceProcess } from '../../support/service-process.js';
 import { eventually, freePort } from '../../support/ports.js';
-import { stringifyJson } from '../../../src/http/json.js';
+import { stringifyJson } from '../../../src/core/wire/json.js';
 
 const W = (id: number) => ({ worker_id: id, model_name: 'model', endpoint: `http://worker-${id}:8000`, block_size: 4 });
 const T = (base: number) => [base, base + 1, base + 2, base + 3];

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SelectionServiceBuilder, type SelectionService } from '../../../src/service/service.js';
-import { parseRouterConfig } from '../../../src/core/config.js';
+import { parseRouterConfig } from '../../../src/core/config/config.js';
 import { SelectionError } from '../../../src/core/errors.js';
 import { eventually, freePort } from '../../support/ports.js';
 

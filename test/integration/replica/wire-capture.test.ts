@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import * as zmq from 'zeromq';
 import { Unpackr } from 'msgpackr';
 import { SelectionServiceBuilder } from '../../../src/service/service.js';
-import { parseRouterConfig } from '../../../src/core/config.js';
+import { parseRouterConfig } from '../../../src/core/config/config.js';
 import { eventually, freePort } from '../../support/ports.js';
 
 const generic = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'bigint' });

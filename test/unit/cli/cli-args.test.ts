@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CliError, FLAGS, parseCliArgs, routerOverrides } from '../../../src/cli-args.js';
-import { parseRouterConfig } from '../../../src/core/config.js';
+import { parseRouterConfig } from '../../../src/core/config/config.js';
 
 const problems = (argv: string[]): readonly string[] => {
   try { parseCliArgs(argv); } catch (e) { if (e instanceof CliError) return e.problems; throw e; }

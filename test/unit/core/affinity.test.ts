@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { SessionAffinityTable, type AffinityTarget, type AffinityVersion, type Hold } from '../../../src/core/affinity.js';
+import { SessionAffinityTable, type AffinityTarget, type AffinityVersion, type Hold } from '../../../src/core/booking/affinity.js';
 import { SelectionError } from '../../../src/core/errors.js';
 import { ManualClock } from './core-helpers.js';
 

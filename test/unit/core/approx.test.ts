@@ -5,9 +5,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ApproxIndex, mergeOverlapMax } from '../../../src/core/approx.js';
-import { KvIndex, type RankOverlap } from '../../../src/core/kv-index.js';
-import { sequenceHashes } from '../../../src/core/hashing.js';
+import { ApproxIndex, mergeOverlapMax } from '../../../src/core/index/approx.js';
+import { KvIndex, type RankOverlap } from '../../../src/core/index/kv-index.js';
+import { sequenceHashes } from '../../../src/core/index/hashing.js';
 import { ManualClock } from './core-helpers.js';
 
 const W = { overlapScoreCredit: 1, hostCacheHitWeight: 0.75, diskCacheHitWeight: 0.25 };

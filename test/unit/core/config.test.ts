@@ -5,8 +5,8 @@ import { fileURLToPath } from 'node:url';
 import {
   ConfigError, LIMITS, RouterConfigOverrideSchema, applyOverride, defaultRouterConfig, parseRouterConfig,
   queueingEnabled, type RouterConfig,
-} from '../../../src/core/config.js';
-import { envDeprecations } from '../../../src/core/config-env.js';
+} from '../../../src/core/config/config.js';
+import { envDeprecations } from '../../../src/core/config/config-env.js';
 
 /** Returns the problems of a failing parse (fails the test if it parses). */
 function problems(env: Record<string, string | undefined>, overrides: Partial<RouterConfig> = {}): readonly string[] {
@@ -275,7 +275,7 @@ test('LIMITS carry the spec defaults and are frozen', () => {
 });
 
 test('config sources are isomorphic: no node: imports, no process.env', () => {
-  for (const f of ['config.ts', 'config-env.ts', 'errors.ts', 'tracking-hash.ts']) {
+  for (const f of ['config/config.ts', 'config/config-env.ts', 'errors.ts', 'index/tracking-hash.ts']) {
     const text = readFileSync(fileURLToPath(new URL(`../../../../../src/core/${f}`, import.meta.url)), 'utf8');
     const src = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, ''); // code only
     assert.doesNotMatch(src, /from ['"]node:/, f);

@@ -1,6 +1,6 @@
 /** Shared fixtures of the SelectionCore tests: a virtual clock and Dynamo's HTTP-test worker. */
 import { SelectionCore, seededRng, type CoreOptions } from '../../../src/core/core.js';
-import { parseRouterConfig } from '../../../src/core/config.js';
+import { parseRouterConfig } from '../../../src/core/config/config.js';
 import { SelectionError } from '../../../src/core/errors.js';
 import assert from 'node:assert/strict';
 

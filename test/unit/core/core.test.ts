@@ -6,8 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeCore, rejects, worker } from './core-helpers.js';
-import { Tier } from '../../../src/core/index-types.js';
-import { blockHashes, sequenceHashes } from '../../../src/core/hashing.js';
+import { Tier } from '../../../src/core/index/index-types.js';
+import { blockHashes, sequenceHashes } from '../../../src/core/index/hashing.js';
 
 const TOKENS4 = [1, 2, 3, 4];
 

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeCore, rejects, worker } from './core-helpers.js';
-import { PolicyRegistry, type WorkerSelectionPolicy } from '../../../src/core/policy.js';
+import { PolicyRegistry, type WorkerSelectionPolicy } from '../../../src/core/select/policy.js';
 
 const T = [1, 2, 3, 4];
 

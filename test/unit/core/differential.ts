@@ -8,10 +8,10 @@
  * (for drivers like the Mooncake replay).
  */
 import assert from 'node:assert/strict';
-import { TIERS, canonicalHoldings } from '../../../src/core/index-types.js';
-import type { BlockRef, Holding, MatchRow, PrefixIndexModel, Tier } from '../../../src/core/index-types.js';
-import { applyOp } from '../../../src/core/reference/workload.js';
-import type { Op, OpResult } from '../../../src/core/reference/workload.js';
+import { TIERS, canonicalHoldings } from '../../../src/core/index/index-types.js';
+import type { BlockRef, Holding, MatchRow, PrefixIndexModel, Tier } from '../../../src/core/index/index-types.js';
+import { applyOp } from '../../reference/workload.js';
+import type { Op, OpResult } from '../../reference/workload.js';
 
 /** Options of {@link runDifferential}. */
 export interface DiffOptions {

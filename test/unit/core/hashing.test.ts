@@ -1,12 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { xxhash3 } from 'hash-wasm';
-import { getWasm } from '../../../src/core/wasm.js';
-import { makeRng } from '../../../src/core/reference/workload.js';
+import { getWasm } from '../../../src/core/index/wasm.js';
+import { makeRng } from '../../reference/workload.js';
 import {
   PUBLIC_SEED, xxh3, publicBlockSeed, blockCount, hashBlocksToScratch, chainToScratch, blockHashes,
   sequenceHashes,
-} from '../../../src/core/hashing.js';
+} from '../../../src/core/index/hashing.js';
 
 // The oracle: hash-wasm's xxHash3 (the xxHash C code compiled separately, streaming API).
 const M32 = 0xffffffffn;

@@ -2,8 +2,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeCore, worker } from './core-helpers.js';
-import { Tier } from '../../../src/core/index-types.js';
-import { blockHashes } from '../../../src/core/hashing.js';
+import { Tier } from '../../../src/core/index/index-types.js';
+import { blockHashes } from '../../../src/core/index/hashing.js';
 
 const tokens = Array.from({ length: 12 }, (_, i) => i + 1);
 const hw = (id: number, extra: Record<string, unknown> = {}) => worker(id, {

@@ -1,47 +1,28 @@
 /**
- * Differential tests: the wasm prefix index (src/core/wasm-index.ts) against the reference model
- * on seeded random workloads and a Mooncake trace replay. The wasm cases FAIL (not skip) while
- * the wasm module is missing. The "reference vs reference" and "harness" cases check the harness
+ * Differential tests: the wasm prefix index (src/core/index/wasm-index.ts) against the reference
+ * model on seeded random workloads and a Mooncake trace replay. The "reference vs reference" and
+ * "harness" cases check the harness
  * itself (determinism, dump round trip, and that it does catch a deviating implementation).
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Tier } from '../../../src/core/index-types.js';
-import type { Holding, MatchRow, PrefixIndexModel } from '../../../src/core/index-types.js';
-import { ReferenceIndex } from '../../../src/core/reference/index-model.js';
-import { randomWorkload } from '../../../src/core/reference/workload.js';
-import type { Op, WorkloadOptions } from '../../../src/core/reference/workload.js';
-import { parseMooncake, replayMooncake } from '../../../src/core/reference/mooncake.js';
-import type { MooncakeRequest } from '../../../src/core/reference/mooncake.js';
+import { Tier } from '../../../src/core/index/index-types.js';
+import type { Holding, MatchRow, PrefixIndexModel } from '../../../src/core/index/index-types.js';
+import { ReferenceIndex } from '../../reference/index-model.js';
+import { randomWorkload } from '../../reference/workload.js';
+import type { Op, WorkloadOptions } from '../../reference/workload.js';
+import { parseMooncake, replayMooncake } from '../../reference/mooncake.js';
+import type { MooncakeRequest } from '../../reference/mooncake.js';
 import { TeeIndex, release, runDifferential } from './differential.js';
+import { WasmPrefixIndex } from '../../../src/core/index/wasm-index.js';
 
 // ---- the implementation under test -------------------------------------------------------
 
-/** Held in a variable so this file compiles before the module exists. */
-const WASM_INDEX_MODULE = '../../../src/core/wasm-index.js';
-let wasmLoad: Promise<() => PrefixIndexModel> | undefined;
-
-/** `() => new WasmPrefixIndex()`, or a rejection with a clear message when it is unavailable. */
+/** `() => new WasmPrefixIndex()` (async so the harness self-test can swap in broken indexes). */
 function wasmFactory(): Promise<() => PrefixIndexModel> {
-  wasmLoad ??= (async () => {
-    let mod: Record<string, unknown>;
-    try {
-      mod = (await import(WASM_INDEX_MODULE)) as Record<string, unknown>;
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (code === 'ERR_MODULE_NOT_FOUND' && String((err as Error).message).includes('wasm-index')) {
-        throw new Error('src/core/wasm-index.ts (WasmPrefixIndex) is missing: the wasm prefix index is not built yet, '
-          + 'so it cannot be compared with the reference model');
-      }
-      throw err;
-    }
-    const Ctor = mod.WasmPrefixIndex as (new () => PrefixIndexModel) | undefined;
-    if (typeof Ctor !== 'function') throw new Error('src/core/wasm-index.js does not export a class WasmPrefixIndex');
-    return () => new Ctor();
-  })();
-  return wasmLoad;
+  return Promise.resolve(() => new WasmPrefixIndex());
 }
 
 const makeRef = (): PrefixIndexModel => new ReferenceIndex();

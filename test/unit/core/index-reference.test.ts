@@ -4,11 +4,11 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { StoreStatus, Tier, canonicalHoldings } from '../../../src/core/index-types.js';
-import type { BlockRef, Holding, MatchRow } from '../../../src/core/index-types.js';
-import { ReferenceIndex } from '../../../src/core/reference/index-model.js';
-import { applyOp, makeRng, randomWorkload, rngU64 } from '../../../src/core/reference/workload.js';
-import { hashIdToExt, hashIdToU64, parseMooncake, replayMooncake } from '../../../src/core/reference/mooncake.js';
+import { StoreStatus, Tier, canonicalHoldings } from '../../../src/core/index/index-types.js';
+import type { BlockRef, Holding, MatchRow } from '../../../src/core/index/index-types.js';
+import { ReferenceIndex } from '../../reference/index-model.js';
+import { applyOp, makeRng, randomWorkload, rngU64 } from '../../reference/workload.js';
+import { hashIdToExt, hashIdToU64, parseMooncake, replayMooncake } from '../../reference/mooncake.js';
 
 const D = Tier.Device;
 const H = Tier.Host;

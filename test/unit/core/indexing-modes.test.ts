@@ -6,8 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeCore, worker } from './core-helpers.js';
-import { Tier } from '../../../src/core/index-types.js';
-import { blockHashes, sequenceHashes } from '../../../src/core/hashing.js';
+import { Tier } from '../../../src/core/index/index-types.js';
+import { blockHashes, sequenceHashes } from '../../../src/core/index/hashing.js';
 
 const tokens = Array.from({ length: 16 }, (_, i) => i + 1);
 const gpu = async (core: ReturnType<typeof makeCore>['core'], w: number) =>

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { KvIndex } from '../../../src/core/kv-index.js';
-import { Tier } from '../../../src/core/index-types.js';
+import { KvIndex } from '../../../src/core/index/kv-index.js';
+import { Tier } from '../../../src/core/index/index-types.js';
 
 const W = { overlapScoreCredit: 1, hostCacheHitWeight: 0.75, diskCacheHitWeight: 0.25 };
 const blocks = (exts: number[], locals: number[]) => exts.map((e, i) => ({ ext: BigInt(e), local: BigInt(locals[i]) }));

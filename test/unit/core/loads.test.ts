@@ -6,8 +6,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ActiveLoads, type BookingInput } from '../../../src/core/loads.js';
-import { U64Counts } from '../../../src/core/u64-counts.js';
+import { ActiveLoads, type BookingInput } from '../../../src/core/load/loads.js';
+import { U64Counts } from '../../../src/core/load/u64-counts.js';
 import { seededRng } from '../../../src/core/core.js';
 import { ManualClock } from './core-helpers.js';
 

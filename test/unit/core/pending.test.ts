@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PendingSelectionCache, entryBytes, type PendingSelection } from '../../../src/core/pending.js';
+import { PendingSelectionCache, entryBytes, type PendingSelection } from '../../../src/core/booking/pending.js';
 
 class ManualClock { t = 0; now(): number { return this.t; } }
 

@@ -4,11 +4,11 @@ import {
   CandidateRowView, DEFAULT_COST_SETTINGS, DEFAULT_POLICY_TYPE, PolicyRegistry, WorkerInputs, candidateRow,
   createDefaultPolicyFactory, defaultCostSettings, defaultPolicyFactory, policyInputs, runPolicy, selectionContext,
   type CandidateView, type WorkerSelectionPolicy,
-} from '../../../src/core/policy.js';
-import { defaultCosts, pickByCost, type Candidate } from '../../../src/core/selector.js';
+} from '../../../src/core/select/policy.js';
+import { defaultCosts, pickByCost, type Candidate } from '../../../src/core/select/selector.js';
 import { SelectionError } from '../../../src/core/errors.js';
-import { makeRng, rngU64 } from '../../../src/core/reference/workload.js';
-import type { Rng } from '../../../src/core/types.js';
+import { makeRng, rngU64 } from '../../reference/workload.js';
+import type { Rng } from '../../../src/core/wire/types.js';
 
 const seeded = (seed: number): Rng => { const r = makeRng(seed); return { next: r, u64: () => rngU64(r) }; };
 const PART = { modelName: 'model', routingGroup: 'default', blockSize: 16 };

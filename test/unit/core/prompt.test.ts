@@ -5,8 +5,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PromptNormalizer } from '../../../src/core/prompt.js';
-import { blockHashes, publicBlockSeed, sequenceHashes } from '../../../src/core/hashing.js';
+import { PromptNormalizer } from '../../../src/core/index/prompt.js';
+import { blockHashes, publicBlockSeed, sequenceHashes } from '../../../src/core/index/hashing.js';
 import { seededRng } from '../../../src/core/core.js';
 import { makeCore, worker } from './core-helpers.js';
 
@@ -85,7 +85,7 @@ test('keyed mode through the core: select_and_reserve returns keyed sequence has
 
 test('tryNewLocal reports an invalid tracking-hash configuration as an error result', async () => {
   const { SelectionCore } = await import('../../../src/core/core.js');
-  const { parseRouterConfig } = await import('../../../src/core/config.js');
+  const { parseRouterConfig } = await import('../../../src/core/config/config.js');
   const cfg = parseRouterConfig({ DYN_ROUTER_TRACKING_HASH: 'keyed-xxh3-v1', DYN_ROUTER_TRACKING_KEY_FILE: '/k', DYN_ROUTER_TRACKING_KEY_ID: 'id' });
   const missing = SelectionCore.tryNewLocal(cfg, {});
   assert.equal(missing.ok, false);

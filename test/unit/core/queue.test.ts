@@ -6,10 +6,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeCore, rejects, worker } from './core-helpers.js';
-import { parsePolicyConfig, PolicyProfile } from '../../../src/core/policy-config.js';
-import { AdmissionQueue } from '../../../src/core/queue.js';
-import { Tier } from '../../../src/core/index-types.js';
-import { blockHashes } from '../../../src/core/hashing.js';
+import { parsePolicyConfig, PolicyProfile } from '../../../src/core/select/policy-config.js';
+import { AdmissionQueue } from '../../../src/core/select/queue.js';
+import { Tier } from '../../../src/core/index/index-types.js';
+import { blockHashes } from '../../../src/core/index/hashing.js';
 
 const toks = (n: number, base = 0): number[] => Array.from({ length: n }, (_, i) => base + i + 1);
 const W = (id: number, extra: Record<string, unknown> = {}) => worker(id, { max_num_batched_tokens: 4, ...extra });

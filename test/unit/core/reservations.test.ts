@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SelectionError } from '../../../src/core/errors.js';
-import { ReservationIndex } from '../../../src/core/reservations.js';
+import { ReservationIndex } from '../../../src/core/booking/reservations.js';
 
 function is409(id: string) {
   return (err: unknown) => err instanceof SelectionError && err.status === 409 && err.code === 'SEL_DUPLICATE_SELECTION'

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeCore, rejects, worker } from './core-helpers.js';
 import type { AffinityEvent, CoreOptions } from '../../../src/core/core.js';
-import { PolicyRegistry, type WorkerSelectionContext } from '../../../src/core/policy.js';
+import { PolicyRegistry, type WorkerSelectionContext } from '../../../src/core/select/policy.js';
 
 const T = [1, 2, 3, 4];
 const T2 = [9, 10, 11, 12];

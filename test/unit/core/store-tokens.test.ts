@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { WasmPrefixIndex } from '../../../src/core/wasm-index.js';
-import { Tier } from '../../../src/core/index-types.js';
-import { PUBLIC_SEED, blockHashes, publicBlockSeed } from '../../../src/core/hashing.js';
+import { WasmPrefixIndex } from '../../../src/core/index/wasm-index.js';
+import { Tier } from '../../../src/core/index/index-types.js';
+import { PUBLIC_SEED, blockHashes, publicBlockSeed } from '../../../src/core/index/hashing.js';
 
 /** Writes an event's tokens, engine hashes and seed into scratch the way the KV-event path does. */
 function storeTokens(ix: WasmPrefixIndex, slot: number, tokens: number[], exts: bigint[], bs: number, seed: bigint,

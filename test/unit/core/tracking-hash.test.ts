@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createXXHash3, type IHasher } from 'hash-wasm';
-import { ConfigError } from '../../../src/core/config.js';
+import { ConfigError } from '../../../src/core/config/config.js';
 import {
   KEYED_DOMAIN, PUBLIC_SEED, deriveKeyedSeeds, parseTrackingKey, publicSeed, type TrackingScope,
-} from '../../../src/core/tracking-hash.js';
+} from '../../../src/core/index/tracking-hash.js';
 
 // ---- tiny reference XXH3-64 + block hasher over hash-wasm (test oracle only) -------------------
 

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { WasmPrefixIndex } from '../../../src/core/wasm-index.js';
-import { Tier } from '../../../src/core/index-types.js';
+import { WasmPrefixIndex } from '../../../src/core/index/wasm-index.js';
+import { Tier } from '../../../src/core/index/index-types.js';
 
 // STYLE habit 3: hot exports allocate nothing on the steady state. Each is called 100,000
 // times after a warm-up and linear memory must not grow by a single page.
@@ -38,7 +38,7 @@ test('hot index exports do not grow wasm memory over 100,000 calls each', () => 
 });
 
 test('a fresh module can be used through a view first (scratch set up at construction)', async () => {
-  const { Wasm } = await import('../../../src/core/wasm.js');
+  const { Wasm } = await import('../../../src/core/index/wasm.js');
   const w = new Wasm();
   w.setParam(w.layout.P_AUX, 18446744073709551615n);
   assert.equal(w.param(w.layout.P_AUX), 18446744073709551615n);

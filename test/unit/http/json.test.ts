@@ -1,4 +1,4 @@
-import { makeRng } from '../../../src/core/reference/workload.js';
+import { makeRng } from '../../reference/workload.js';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import {
@@ -9,7 +9,7 @@ import {
   toI64AsU64,
   toU64,
   u64ToI64,
-} from '../../../src/http/json.js';
+} from '../../../src/core/wire/json.js';
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const BOUNDARIES: bigint[] = [

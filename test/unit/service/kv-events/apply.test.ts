@@ -6,9 +6,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { KvIndex } from '../../../../src/core/kv-index.js';
-import { Tier } from '../../../../src/core/index-types.js';
-import { blockHashes, publicBlockSeed } from '../../../../src/core/hashing.js';
+import { KvIndex } from '../../../../src/core/index/kv-index.js';
+import { Tier } from '../../../../src/core/index/index-types.js';
+import { blockHashes, publicBlockSeed } from '../../../../src/core/index/hashing.js';
 import { KvBatchDecoder } from '../../../../src/service/kv-events/decode.js';
 import { BatchApplier } from '../../../../src/service/kv-events/apply.js';
 import { newCounters } from '../../../../src/service/kv-events/stats.js';

@@ -3,8 +3,8 @@
  * event endpoint of each rank, and the schedulability reasons of §3.2 in the spec's order and
  * words. Pure functions; the core owns the map of records and the lifecycle transitions.
  */
-import type { WorkerPatch, WorkerRequest } from './schemas.js';
-import type { Lifecycle, WorkerRecord } from './types.js';
+import type { WorkerPatch, WorkerRequest } from '../wire/schemas.js';
+import type { Lifecycle, WorkerRecord } from '../wire/types.js';
 
 /** A stored worker: the normalised request plus lifecycle. */
 export interface WorkerEntry {

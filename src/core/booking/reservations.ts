@@ -10,7 +10,7 @@
  * Synchronous and single-threaded: a `lookup` followed by a `mirror`/`remove` cannot interleave
  * with another call.
  */
-import { duplicateSelection } from './errors.js';
+import { duplicateSelection } from '../errors.js';
 
 /** A booking row (local or mirrored). `lease` is the session-affinity lease, local rows only. */
 export interface ReservationRow<L = unknown> {

@@ -3,9 +3,9 @@
  * strictly longer root-aligned prefix than the booked rank, tell the booked worker where to
  * fetch the KV from. Built only from the local event-driven index (the caller checks the mode).
  */
-import type { WorkerEntry } from './catalog.js';
-import { ranksOf } from './catalog.js';
-import type { KvIndex } from './kv-index.js';
+import type { WorkerEntry } from '../catalog/catalog.js';
+import { ranksOf } from '../catalog/catalog.js';
+import type { KvIndex } from '../index/kv-index.js';
 
 /** The versioned envelope (u64 block hashes stay bigint). */
 export interface KvHint {

@@ -8,7 +8,7 @@ import type {
   FilterQuery, OutputBlockRequest, PromptQueryInput, ReservationRequestInput, SelectAndReserveRequestInput,
   SelectRequestInput, WorkerPatchInput, WorkerRequestInput,
 } from './schemas.js';
-import type { RouterEvent } from './kv-index.js';
+import type { RouterEvent } from '../index/kv-index.js';
 
 /** Milliseconds on a monotonic clock (virtual in tests and simulations). */
 export interface Clock { now(): number }

@@ -8,8 +8,8 @@
  * this path creates a BigInt per block.
  */
 import { U64Counts } from './u64-counts.js';
-import { rankKeyOf as rankKey, type WorkerRank } from './slots.js';
-import type { Clock, Rng } from './types.js';
+import { rankKeyOf as rankKey, type WorkerRank } from '../index/slots.js';
+import type { Clock, Rng } from '../wire/types.js';
 
 export interface LoadsOptions {
   blockSize: number;

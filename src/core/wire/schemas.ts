@@ -9,7 +9,7 @@
  * Isomorphic: no `node:` imports.
  */
 import { z } from 'zod';
-import { RouterConfigOverrideSchema } from './config.js';
+import { RouterConfigOverrideSchema } from '../config/config.js';
 
 const U64_MAX = (1n << 64n) - 1n;
 const I64_MIN = -(1n << 63n);

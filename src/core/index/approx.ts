@@ -11,12 +11,12 @@
  * Expiry order: every entry expires at `record time + ttl` with one ttl and a monotonic clock,
  * so a Map re-inserted on refresh stays sorted by expiry; expiry and pruning pop from its front.
  */
-import { LIMITS } from './config.js';
+import { LIMITS } from '../config/config.js';
 import { PUBLIC_SEED, chainToScratch } from './hashing.js';
 import { Tier, type BlockRef } from './index-types.js';
 import { getWasm } from './wasm.js';
 import type { KvIndex, RankOverlap } from './kv-index.js';
-import type { Clock } from './types.js';
+import type { Clock } from '../wire/types.js';
 
 export interface ApproxOptions {
   clock: Clock;

@@ -20,7 +20,7 @@
  * ```
  */
 import { blake3 } from '@noble/hashes/blake3.js';
-import { ConfigError } from './config.js';
+import { ConfigError } from '../config/config.js';
 
 /** Size of the provider key file, in raw bytes. */
 export const TRACKING_KEY_BYTES = 32;

@@ -8,9 +8,9 @@
  * workers only, so Dynamo's `worker_type == "decode" && !track && credit > 0` branch
  * (`max(0, decode_cost - credit) + active_request_cost`) never applies here.
  */
-import { noEndpoints, pinnedNotAllowed } from './errors.js';
-import type { EffectiveRouterValues, RouterConfig } from './config.js';
-import type { Rng } from './types.js';
+import { noEndpoints, pinnedNotAllowed } from '../errors.js';
+import type { EffectiveRouterValues, RouterConfig } from '../config/config.js';
+import type { Rng } from '../wire/types.js';
 
 /** One scoring row: a `(worker, dp_rank)` with its cache match and load projection (§5.1, §6.4). */
 export interface Candidate {

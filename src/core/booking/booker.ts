@@ -3,15 +3,15 @@
  * binding, booking a choice into the partition's loads (with approximate recording and the
  * replica-sync admission event), the kv_hint of a booking, and generated selection ids.
  */
-import { SelectionError, shuttingDown } from './errors.js';
+import { SelectionError, shuttingDown } from '../errors.js';
 import { buildKvHint, hintCapable, type KvHint } from './hints.js';
-import type { SelectAndReserveRequest } from './schemas.js';
-import type { WorkerEntry } from './catalog.js';
-import type { Partition } from './partition.js';
+import type { SelectAndReserveRequest } from '../wire/schemas.js';
+import type { WorkerEntry } from '../catalog/catalog.js';
+import type { Partition } from '../catalog/partition.js';
 import type { AffinityLease, Hold } from './affinity.js';
-import type { NormalizedPrompt } from './prompt.js';
-import type { CoreState } from './core-state.js';
-import type { Choice } from './scheduler.js';
+import type { NormalizedPrompt } from '../index/prompt.js';
+import type { CoreState } from '../core-state.js';
+import type { Choice } from '../select/scheduler.js';
 
 export class Booker {
   constructor(private readonly s: CoreState) {}

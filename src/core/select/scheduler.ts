@@ -4,21 +4,21 @@
  * custom policy and the pick, and admission through the partition's queue. Books nothing: the
  * booking belongs to the select and reservation operations.
  */
-import type { EffectiveRouterValues } from './config.js';
-import { SelectionError, noEndpoints, noLongerSchedulable, queueRejected } from './errors.js';
+import type { EffectiveRouterValues } from '../config/config.js';
+import { SelectionError, noEndpoints, noLongerSchedulable, queueRejected } from '../errors.js';
 import { classQueues, poolIsBusy, rankIsBusy, type PolicyClassConfig } from './policy-config.js';
-import { mergeOverlapMax } from './approx.js';
-import type { SelectAndReserveRequest } from './schemas.js';
-import type { WorkerEntry } from './catalog.js';
-import type { RankOverlap } from './kv-index.js';
-import type { Partition } from './partition.js';
-import type { AffinityTarget } from './affinity.js';
-import type { NormalizedPrompt } from './prompt.js';
+import { mergeOverlapMax } from '../index/approx.js';
+import type { SelectAndReserveRequest } from '../wire/schemas.js';
+import type { WorkerEntry } from '../catalog/catalog.js';
+import type { RankOverlap } from '../index/kv-index.js';
+import type { Partition } from '../catalog/partition.js';
+import type { AffinityTarget } from '../booking/affinity.js';
+import type { NormalizedPrompt } from '../index/prompt.js';
 import { costParams, defaultCosts, effectivePrefillTokens, eligible, pickByCost, untrackedBlocks, type Candidate } from './selector.js';
 import { CandidateRowView, runPolicy, selectionContext, type WorkerSelectionContext } from './policy.js';
-import type { Waiter } from './core-api.js';
-import { MS, type CoreState } from './core-state.js';
-import type { OverlapSummary, SelectOptions, SelectResponse } from './types.js';
+import type { Waiter } from '../core-api.js';
+import { MS, type CoreState } from '../core-state.js';
+import type { OverlapSummary, SelectOptions, SelectResponse } from '../wire/types.js';
 
 /** One scheduled choice, before booking. */
 export interface Choice {

@@ -7,8 +7,8 @@
  * slot holds, removes of held blocks), mixed with invalid and conflicting ones. Deterministic:
  * the same options always give the same ops. No `node:` imports.
  */
-import { Tier } from '../index-types.js';
-import type { BlockRef, MatchRow, PrefixIndexModel } from '../index-types.js';
+import { Tier } from '../../src/core/index/index-types.js';
+import type { BlockRef, MatchRow, PrefixIndexModel } from '../../src/core/index/index-types.js';
 import { ReferenceIndex } from './index-model.js';
 
 /** One operation on a {@link PrefixIndexModel}. */

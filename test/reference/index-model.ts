@@ -11,8 +11,8 @@
  * - tier edges: `lookup[s][e] === edge` iff `edge.owners.has(s)` and `edge.child === e`;
  *   every stored edge has at least one owner.
  */
-import { StoreStatus, Tier } from '../index-types.js';
-import type { BlockRef, Holding, MatchRow, PrefixIndexModel } from '../index-types.js';
+import { StoreStatus, Tier } from '../../src/core/index/index-types.js';
+import type { BlockRef, Holding, MatchRow, PrefixIndexModel } from '../../src/core/index/index-types.js';
 
 /** One device-tree node (one block, keyed by its local hash under its parent). */
 interface Node {

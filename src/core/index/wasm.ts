@@ -13,7 +13,7 @@
  * export), paid several times per request. We instantiate directly and provide the one import
  * AssemblyScript needs, `env.abort`, which turns an assertion into a readable JS error.
  */
-import { wasmBase64 } from '../generated/wasm-bytes.js';
+import { wasmBase64 } from '../../generated/wasm-bytes.js';
 
 /** Raw exports of build/wasm/select.wasm (see assembly/index.ts). */
 export interface WasmExports {

@@ -5,8 +5,8 @@
  * `quantum` requests). Holds opaque waiters; the core decides when a head can run.
  */
 import type { PolicyClassConfig, PolicyProfile } from './policy-config.js';
-import type { QueueRejectionDetails } from './errors.js';
-import type { Clock } from './types.js';
+import type { QueueRejectionDetails } from '../errors.js';
+import type { Clock } from '../wire/types.js';
 
 /** What a waiting request brings to the queue. */
 export interface QueueEntryInput<T> {

@@ -10,11 +10,11 @@
 import { getWasm } from './wasm.js';
 import { PUBLIC_SEED, chainToScratch, hashBlocksToScratch, publicBlockSeed, type BlockMm } from './hashing.js';
 import { deriveKeyedSeeds, type KeyedSeeds } from './tracking-hash.js';
-import type { BlockExtraInfo } from './schemas.js';
-import type { Rng } from './types.js';
+import type { BlockExtraInfo } from '../wire/schemas.js';
+import type { Rng } from '../wire/types.js';
 import {
   blockHashesRequired, hashLengthMismatch, islTokensRequired, islTokensZero, sequenceHashesRequired,
-} from './errors.js';
+} from '../errors.js';
 
 /** The prompt fields of a request after schema parsing. */
 export interface PromptFields {

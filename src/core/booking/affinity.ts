@@ -16,9 +16,9 @@
  * enter through {@link SessionAffinityTable.applyRemote} with the rules of api §8.
  * Single-threaded and clock-injected; the host calls `reap` periodically (every min(ttl, 30 s)).
  */
-import { LIMITS } from './config.js';
-import { SelectionError, sessionIdTooLong } from './errors.js';
-import type { Clock } from './types.js';
+import { LIMITS } from '../config/config.js';
+import { SelectionError, sessionIdTooLong } from '../errors.js';
+import type { Clock } from '../wire/types.js';
 
 export type AffinityMode = 'hard' | 'soft';
 

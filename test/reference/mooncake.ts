@@ -11,8 +11,8 @@
  * store of the missing suffix, per-worker LRU eviction. Used by tests and the benchmark;
  * deterministic and allocation-light. No `node:` imports.
  */
-import { Tier } from '../index-types.js';
-import type { BlockRef, MatchRow, PrefixIndexModel } from '../index-types.js';
+import { Tier } from '../../src/core/index/index-types.js';
+import type { BlockRef, MatchRow, PrefixIndexModel } from '../../src/core/index/index-types.js';
 import { fmix64, splitmix64 } from './workload.js';
 
 /** Tokens per Mooncake hash_id. */

@@ -3,16 +3,16 @@
  * worker, never destroyed; its block size and eagle flag are fixed at creation. It owns the
  * prefix index, the active loads, and the worker-selection policy instance.
  */
-import { KvIndex } from './kv-index.js';
-import { ActiveLoads } from './loads.js';
-import { ApproxIndex } from './approx.js';
-import type { WorkerSelectionPolicy } from './policy.js';
+import { KvIndex } from '../index/kv-index.js';
+import { ActiveLoads } from '../load/loads.js';
+import { ApproxIndex } from '../index/approx.js';
+import type { WorkerSelectionPolicy } from '../select/policy.js';
 import type { WorkerEntry } from './catalog.js';
 import { ranksOf } from './catalog.js';
-import type { Clock, Rng } from './types.js';
-import type { AdmissionQueue } from './queue.js';
-import type { Waiter } from './core.js';
-import type { SessionAffinityTable } from './affinity.js';
+import type { Clock, Rng } from '../wire/types.js';
+import type { AdmissionQueue } from '../select/queue.js';
+import type { Waiter } from '../core.js';
+import type { SessionAffinityTable } from '../booking/affinity.js';
 
 /** A schedulable rank, with its `worker_id:dp_rank` key (the key of loads and overlap rows). */
 export interface RankRef { readonly entry: WorkerEntry; readonly dpRank: number; readonly key: string }

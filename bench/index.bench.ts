@@ -31,7 +31,6 @@ function runWasm(ops: OpStream, workers: number): Result {
   // A fresh module per run: linear memory never shrinks, so growth is measured from a clean start.
   const ix = new WasmPrefixIndex(new Wasm());
   ix.ensureSlots(workers);
-  ix.reserveHashes(maxLength(ops));
   parentWords = new Uint32Array(ops.parent.buffer, ops.parent.byteOffset, ops.count * 2);
   const before = ix.wasm.memoryBytes();
   const matchNs: number[] = [];
@@ -42,12 +41,12 @@ function runWasm(ops: OpStream, workers: number): Result {
     const k = ops.kind[i];
     const ta = performance.now();
     if (k === 0) {
-      ix.hashA().set(ops.locals.subarray(s, s + n));
+      ix.wasm.writeLocals(ops.locals.subarray(s, s + n));
       ix.matchN(n);
     } else if (k === 1) {
       storeOp(ix, ops, i);
     } else {
-      ix.hashB().set(ops.exts.subarray(s, s + n));
+      ix.wasm.writeExts(ops.exts.subarray(s, s + n));
       ix.removeN(ops.slot[i], DEVICE, n);
     }
     const dt = performance.now() - ta;
@@ -102,10 +101,9 @@ async function micro(chains: number[][]): Promise<string> {
   runWasmInto(ix, ops);
   // A long shared query: the first request's chain, matched repeatedly.
   const q = ops.locals.subarray(ops.start[0], ops.start[0] + ops.len[0]);
-  ix.reserveHashes(q.length);
   const bench = new Bench({ time: 500 });
-  bench.add(`baseline: write query only blocks=${q.length}`, () => { ix.hashA().set(q); });
-  bench.add(`match blocks=${q.length} workers=128`, () => { ix.hashA().set(q); ix.matchN(q.length); });
+  bench.add(`baseline: write query only blocks=${q.length}`, () => { ix.wasm.writeLocals(q); });
+  bench.add(`match blocks=${q.length} workers=128`, () => { ix.wasm.writeLocals(q); ix.matchN(q.length); });
   const ref = new ReferenceIndex();
   const qa = Array.from(q);
   for (let i = 0; i < ops.count; i++) if (ops.kind[i] === 1) ref.store(ops.slot[i], DEVICE, ops.hasParent[i] ? ops.parent[i] : null, Array.from({ length: ops.len[i] }, (_, j) => ({ ext: ops.exts[ops.start[i] + j], local: ops.locals[ops.start[i] + j] })));
@@ -114,14 +112,7 @@ async function micro(chains: number[][]): Promise<string> {
   return bench.tasks.map((t) => `| ${t.name} | ${(t.result as { latency?: { p50?: number } })?.latency?.p50 !== undefined ? (((t.result as { latency: { p50: number } }).latency.p50) * 1e6).toFixed(0) + ' ns' : '-'} | ${Math.round((t.result as { throughput?: { mean?: number } })?.throughput?.mean ?? 0).toLocaleString()} ops/s |`).join('\n');
 }
 
-function maxLength(ops: OpStream): number {
-  let m = 0;
-  for (let i = 0; i < ops.count; i++) m = Math.max(m, ops.len[i]);
-  return m;
-}
-
 function runWasmInto(ix: WasmPrefixIndex, ops: OpStream): void {
-  ix.reserveHashes(maxLength(ops));
   parentWords = new Uint32Array(ops.parent.buffer, ops.parent.byteOffset, ops.count * 2);
   for (let i = 0; i < ops.count; i++) if (ops.kind[i] === 1) storeOp(ix, ops, i);
 }
@@ -129,9 +120,9 @@ function runWasmInto(ix: WasmPrefixIndex, ops: OpStream): void {
 /** Apply store op i through the hot surface (hashes copied into scratch, parent as u32 words). */
 function storeOp(ix: WasmPrefixIndex, ops: OpStream, i: number): void {
   const s = ops.start[i], n = ops.len[i];
-  ix.hashA().set(ops.locals.subarray(s, s + n));
-  ix.hashB().set(ops.exts.subarray(s, s + n));
-  if (ops.hasParent[i]) ix.setParentWords(parentWords[2 * i], parentWords[2 * i + 1]);
+  ix.wasm.writeLocals(ops.locals.subarray(s, s + n));
+  ix.wasm.writeExts(ops.exts.subarray(s, s + n));
+  if (ops.hasParent[i]) ix.wasm.setParentWords(parentWords[2 * i], parentWords[2 * i + 1]);
   ix.storeN(ops.slot[i], DEVICE, ops.hasParent[i] === 1, n);
 }
 

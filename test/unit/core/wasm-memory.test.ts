@@ -8,11 +8,13 @@ import { Tier } from '../../../src/core/index/index-types.js';
 test('hot index exports do not grow wasm memory over 100,000 calls each', () => {
   const ix = new WasmPrefixIndex();
   ix.ensureSlots(64);
-  ix.reserveHashes(64);
   const n = 32;
+  const locals = BigUint64Array.from({ length: n }, (_, i) => BigInt(i + 1));
+  const exts = new BigUint64Array(n);
   const fill = (round: number, slot: number): void => {
-    const a = ix.hashA(), b = ix.hashB();
-    for (let i = 0; i < n; i++) { a[i] = BigInt(i + 1); b[i] = BigInt(1_000_000 + (round % 7) * 10_000 + slot * 100 + i); }
+    for (let i = 0; i < n; i++) exts[i] = BigInt(1_000_000 + (round % 7) * 10_000 + slot * 100 + i);
+    ix.wasm.writeLocals(locals);
+    ix.wasm.writeExts(exts);
   };
   const cycle = (round: number): void => {
     const slot = round % 64;
@@ -40,6 +42,6 @@ test('hot index exports do not grow wasm memory over 100,000 calls each', () => 
 test('a fresh module can be used through a view first (scratch set up at construction)', async () => {
   const { Wasm } = await import('../../../src/core/index/wasm.js');
   const w = new Wasm();
-  w.setParam(w.layout.P_AUX, 18446744073709551615n);
-  assert.equal(w.param(w.layout.P_AUX), 18446744073709551615n);
+  w.setSeed(18446744073709551615n);
+  assert.equal(w.seed(), 18446744073709551615n);
 });

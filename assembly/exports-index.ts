@@ -8,7 +8,7 @@ import {
 } from './layout';
 import { regionPtr, regionCap, reserve, paramU64, scratchInit } from './scratch';
 import { Index, indexOf, indexCreate, indexRelease, ensureSlots, holdings, pool, slotMapIfAny } from './state';
-import { rec } from './pool';
+import { rec, vecFree } from './pool';
 import { mapCount } from './table';
 import { deviceStore, deviceRemove, deviceClear } from './radix';
 import { tierStore, tierRemove, tierClear } from './tiers';
@@ -28,7 +28,7 @@ export function indexFree(h: i32): void {
     const p = pool(ix, t);
     for (let i: u32 = 0; i < p.used; i++) {
       const c = load<u32>(rec(p, i), 20);
-      if (c != FREED && c >= 2) heap.free(<usize>load<u32>(rec(p, i), 24));
+      if (c != FREED && c >= 2) vecFree(<usize>load<u32>(rec(p, i), 24), t == TIER_DEVICE);
     }
   }
   indexRelease(h);

@@ -15,3 +15,5 @@ export {
   indexNew, indexFree, indexSlots, storeBlocks, storeTokens, removeBlocks, clearSlot, matchQuery,
   creditRows, treeSize, holdingCount, recordCount, dumpRows, chainExts,
 } from './exports-index';
+// --- allocator statistics (mem.ts) ---
+export { memArenaBytes, memLiveBytes } from './mem';

@@ -1,9 +1,10 @@
 // Memory layout: every region TS and wasm share, declared once.
 //
-// Linear memory is managed by the AssemblyScript "minimal" runtime's TLSF allocator, used only
-// through heap.alloc/heap.realloc/heap.free (no managed objects on hot paths, no GC work).
-// Fixed I/O scratch regions are allocated at start-up and only ever grow on a cold
-// scratchReserve() call; hot exports read their inputs from, and write their results to, them.
+// Linear memory is managed by mem.ts (size classes, sized frees, memory grown by what is needed,
+// >= 1 MiB at a time); the runtime's TLSF only keeps what it set up at start-up, and there are
+// no managed objects, so no GC work. Fixed I/O scratch regions are allocated at start-up and
+// only ever grow on a cold scratchReserve() call; hot exports read their inputs from, and write
+// their results to, them.
 //
 //   region            element  written by   read by   meaning
 //   ----------------- -------  -----------  --------  -----------------------------------------

@@ -13,10 +13,10 @@
 // Invariant: every non-root node has at least one holder. A node losing its last holder takes
 // its subtree with it (nothing below is reachable for anyone), so memory is reclaimed at once.
 import { NONE, ST_PARENT_NOT_FOUND } from './layout';
-import { Pool, rec, poolAlloc, poolRelease, vecNew, vecGrow, vecCap, vecSlots, vecExts } from './pool';
+import { Pool, rec, poolAlloc, poolRelease, vecNew, vecGrow, vecCap, vecSlots, vecExts, vecFree } from './pool';
 import { recGet, recInsertAfterGet, recDelete } from './rectable';
 import { mapGet, mapSet, mapDelete, mapInsertAfterGet, mapCap, mapCellVal, mapReset } from './table';
-import { Index, slotMap, addHoldings, NODE_SIZE } from './state';
+import { Index, slotMap, addHoldings } from './state';
 
 @inline export function nLocal(p: Pool, n: u32): u64 { return load<u64>(rec(p, n), 0); }
 @inline export function nParent(p: Pool, n: u32): u32 { return load<u32>(rec(p, n), 16); }
@@ -28,7 +28,7 @@ import { Index, slotMap, addHoldings, NODE_SIZE } from './state';
 
 /** Child of `parent` keyed by `local`, or NONE. */
 @inline export function childOf(p: Pool, parent: u32, local: u64): u32 {
-  return recGet(p.table, p.base, NODE_SIZE, local, 0, parent);
+  return recGet(p.table, p, local, 0, parent);
 }
 
 function createChild(p: Pool, parent: u32, local: u64): u32 {
@@ -53,7 +53,7 @@ function unlink(p: Pool, n: u32): void {
   if (prev != NONE) store<u32>(rec(p, prev), next, 32);
   else store<u32>(rec(p, load<u32>(r, 16)), next, 28);
   if (next != NONE) store<u32>(rec(p, next), prev, 36);
-  recDelete(p.table, p.base, NODE_SIZE, n);
+  recDelete(p.table, p, n);
 }
 
 /** Engine hash under which `slot` holds node n, and whether it does (found -> true). */
@@ -126,7 +126,7 @@ function dropHolder(p: Pool, n: u32, slot: u32): u32 {
   if (last == 1) {
     store<u32>(r, load<u32>(s), 24);
     store<u64>(r, load<u64>(e), 8);
-    heap.free(v);
+    vecFree(v, true);
   }
   store<u32>(r, last, 20);
   return last;
@@ -144,7 +144,7 @@ function releaseHolders(ix: Index, p: Pool, n: u32): void {
     for (let i: u32 = 0; i < c; i++) {
       mapDelete(slotMap(ix, load<u32>(vecSlots(v) + (<usize>i << 2)), 0), load<u64>(vecExts(v) + (<usize>i << 3)));
     }
-    heap.free(v);
+    vecFree(v, true);
   }
   addHoldings(ix, 0, -<i32>c);
   store<u32>(r, 0, 20);

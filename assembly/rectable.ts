@@ -15,6 +15,8 @@
 //   record +0: local hash u64;  +8: key u64 (parent ext; edges only, useA = 1);  +16: key u32
 //   (parent node for tree nodes; has-parent flag for edges) — see radix.ts / tiers.ts diagrams.
 import { NONE } from './layout';
+import { memAlloc, memFree } from './mem';
+import { Pool, rec } from './pool';
 
 @inline function cellsPtr(t: usize): usize { return load<usize>(t, 0); }
 @inline function shiftOf(t: usize): u32 { return load<u32>(t, 4); }
@@ -35,16 +37,16 @@ import { NONE } from './layout';
   return load<u64>(rec, 0) == local && load<u32>(rec, 16) == b && (!withA || load<u64>(rec, 8) == a);
 }
 
-@inline function recFp(base: usize, size: usize, v: u32, withA: bool): u32 {
-  const rec = base + <usize>v * size;
-  return fpOf(load<u64>(rec, 0), withA ? load<u64>(rec, 8) : 0, load<u32>(rec, 16));
+@inline function recFp(p: Pool, v: u32, withA: bool): u32 {
+  const r = rec(p, v);
+  return fpOf(load<u64>(r, 0), withA ? load<u64>(r, 8) : 0, load<u32>(r, 16));
 }
 
 @inline function cell(v: u32, fp: u32): u64 { return (<u64>fp << 32) | <u64>v; }
 
 function allocCells(t: usize, bits: u32): void {
   const n = <usize>1 << bits;
-  const c = heap.alloc(n << 3);
+  const c = memAlloc(n << 3);
   memory.fill(c, 0xff, n << 3);
   store<usize>(t, c, 0);
   store<u32>(t, 64 - bits, 4);
@@ -52,21 +54,21 @@ function allocCells(t: usize, bits: u32): void {
 
 /** A new empty table (cold). */
 export function recNew(withA: bool): usize {
-  const t = heap.alloc(16);
+  const t = memAlloc(16);
   allocCells(t, 4);
   store<u32>(t, 0, 8);
   store<u32>(t, withA ? 1 : 0, 12);
   return t;
 }
 
-export function recFree(t: usize): void { heap.free(cellsPtr(t)); heap.free(t); }
+export function recFree(t: usize): void { memFree(cellsPtr(t), <usize>capOf(t) << 3); memFree(t, 16); }
 
 /** Empty cell and key fingerprint of the last unsuccessful recGet (see recInsertAfterGet). */
 let lastEmpty: u32 = 0;
 let lastFp: u32 = 0;
 
 /** Record index with key (local, a, b), or NONE. `base`/`size`: the record pool. */
-export function recGet(t: usize, base: usize, size: usize, local: u64, a: u64, b: u32): u32 {
+export function recGet(t: usize, p: Pool, local: u64, a: u64, b: u32): u32 {
   const c = cellsPtr(t);
   const mask = capOf(t) - 1;
   const withA = useA(t);
@@ -77,7 +79,7 @@ export function recGet(t: usize, base: usize, size: usize, local: u64, a: u64, b
     const w = load<u64>(c + (<usize>i << 3));
     const v = <u32>w;
     if (v == NONE) { lastEmpty = i; lastFp = fp; return NONE; }
-    if (<u32>(w >> 32) == fp && recMatches(base + <usize>v * size, local, a, b, withA)) return v;
+    if (<u32>(w >> 32) == fp && recMatches(rec(p, v), local, a, b, withA)) return v;
     i = (i + 1) & mask;
   }
 }
@@ -98,16 +100,16 @@ function grow(t: usize): void {
     const w = load<u64>(old + (<usize>i << 3));
     if (<u32>w != NONE) place(t, w);
   }
-  heap.free(old);
+  memFree(old, <usize>oldCap << 3);
 }
 
 @inline function needsGrow(t: usize, count: u32): bool { return <u64>count * 4 > <u64>capOf(t) * 3; }
 
 /** Insert record v (its key must be absent). */
-export function recInsert(t: usize, base: usize, size: usize, v: u32): void {
+export function recInsert(t: usize, p: Pool, v: u32): void {
   const count = recCount(t) + 1;
   if (needsGrow(t, count)) grow(t);
-  place(t, cell(v, recFp(base, size, v, useA(t))));
+  place(t, cell(v, recFp(p, v, useA(t))));
   store<u32>(t, count, 8);
 }
 
@@ -127,9 +129,9 @@ export function recInsertAfterGet(t: usize, v: u32): void {
 }
 
 /** Remove record v (present). Backward-shift deletion; homes come from the fingerprints. */
-export function recDelete(t: usize, base: usize, size: usize, v: u32): void {
+export function recDelete(t: usize, p: Pool, v: u32): void {
   const c = cellsPtr(t), shift = shiftOf(t), mask = capOf(t) - 1;
-  let i = homeOf(recFp(base, size, v, useA(t)), shift);
+  let i = homeOf(recFp(p, v, useA(t)), shift);
   while (true) {
     const w = <u32>load<u64>(c + (<usize>i << 3));
     if (w == v) break;

@@ -8,8 +8,10 @@
 //   +-- last          u64[slotCap]: engine hash at the slot's current continuation point
 //   +-- pos           u32[slotCap]: continuation position; row u32[slotCap]: output row of slot
 import { NONE, TIER_COUNT } from './layout';
-import { Pool, poolNew, poolFree, poolAlloc } from './pool';
+import { Pool, poolNew, poolFree, poolAlloc, rec } from './pool';
 import { mapNew, mapFree } from './table';
+import { recNew, recFree } from './rectable';
+import { memAlloc, memAllocZero, memFree } from './mem';
 
 export const NODE_SIZE: u32 = 40;
 export const EDGE_SIZE: u32 = 40;
@@ -60,10 +62,20 @@ export function indexOf(h: i32): Index {
 }
 
 function growArray(p: usize, oldBytes: usize, newBytes: usize): usize {
-  const q = heap.alloc(newBytes);
-  memory.fill(q, 0, newBytes);
-  if (p != 0) { memory.copy(q, p, oldBytes); heap.free(p); }
+  const q = memAllocZero(newBytes);
+  if (p != 0) { memory.copy(q, p, oldBytes); memFree(p, oldBytes); }
   return q;
+}
+
+function newPool(size: u32, link: u32, keyedByA: bool): Pool {
+  const p = poolNew(size, link);
+  p.table = recNew(keyedByA);
+  return p;
+}
+
+function freePool(p: Pool): void {
+  recFree(p.table);
+  poolFree(p);
 }
 
 /** Make room for slots [0, n) (cold). */
@@ -85,16 +97,15 @@ export function ensureSlots(ix: Index, n: u32): void {
 export function indexCreate(): i32 {
   for (let h = 0; h < MAX_INDEXES; h++) {
     if (load<usize>(handles + (<usize>h << 2)) != 0) continue;
-    const ix = changetype<Index>(heap.alloc(offsetof<Index>()));
-    memory.fill(changetype<usize>(ix), 0, offsetof<Index>());
-    ix.p0 = poolNew(NODE_SIZE, 32, false, 64);
-    ix.p1 = poolNew(EDGE_SIZE, 28, true, 16);
-    ix.p2 = poolNew(EDGE_SIZE, 28, true, 16);
-    ix.p3 = poolNew(EDGE_SIZE, 28, true, 16);
+    const ix = changetype<Index>(memAllocZero(offsetof<Index>()));
+    ix.p0 = newPool(NODE_SIZE, 32, false);
+    ix.p1 = newPool(EDGE_SIZE, 28, true);
+    ix.p2 = newPool(EDGE_SIZE, 28, true);
+    ix.p3 = newPool(EDGE_SIZE, 28, true);
     // Node 0 is the root: parent NONE, no holders, never freed.
     const root = poolAlloc(ix.p0);
-    store<u32>(ix.p0.base + <usize>root * NODE_SIZE, NONE, 16);
-    store<u32>(ix.p0.base + <usize>root * NODE_SIZE, NONE, 28);
+    store<u32>(rec(ix.p0, root), NONE, 16);
+    store<u32>(rec(ix.p0, root), NONE, 28);
     ensureSlots(ix, 8);
     store<usize>(handles + (<usize>h << 2), changetype<usize>(ix));
     return h;
@@ -112,9 +123,10 @@ export function indexRelease(h: i32): void {
       if (m != 0) mapFree(m);
     }
   }
-  poolFree(ix.p0); poolFree(ix.p1); poolFree(ix.p2); poolFree(ix.p3);
-  heap.free(ix.maps); heap.free(ix.depth); heap.free(ix.stamp);
-  heap.free(ix.last); heap.free(ix.pos); heap.free(ix.row);
-  heap.free(changetype<usize>(ix));
+  freePool(ix.p0); freePool(ix.p1); freePool(ix.p2); freePool(ix.p3);
+  const c = <usize>ix.slotCap;
+  memFree(ix.maps, c * TIER_COUNT * 4); memFree(ix.depth, c * 4); memFree(ix.stamp, c * 4);
+  memFree(ix.last, c * 8); memFree(ix.pos, c * 4); memFree(ix.row, c * 4);
+  memFree(changetype<usize>(ix), offsetof<Index>());
   store<usize>(handles + (<usize>h << 2), 0);
 }

@@ -11,6 +11,7 @@
 // value share a cell so a probe touches one cache line, not two (measured: held-block store
 // path, bench/index.bench.ts; separate key/value arrays cost a second miss per lookup).
 import { NONE } from './layout';
+import { memAlloc, memFree } from './mem';
 
 const MIN_BITS: u32 = 3;
 
@@ -31,7 +32,7 @@ const MIN_BITS: u32 = 3;
 
 function allocCells(m: usize, bits: u32): void {
   const n = cells(bits);
-  const c = heap.alloc(<usize>n * 12);
+  const c = memAlloc(<usize>n * 12);
   for (let i: u32 = 0; i < n; i++) setV(c, i, NONE);
   store<usize>(m, c, 0);
   store<u32>(m, 64 - bits, 8);
@@ -42,7 +43,7 @@ function allocCells(m: usize, bits: u32): void {
 
 /** A new empty map (cold). */
 export function mapNew(): usize {
-  const m = heap.alloc(16);
+  const m = memAlloc(16);
   allocCells(m, MIN_BITS);
   store<u32>(m, 0, 12);
   return m;
@@ -50,8 +51,8 @@ export function mapNew(): usize {
 
 /** Free a map and its cells. */
 export function mapFree(m: usize): void {
-  heap.free(mapCells(m));
-  heap.free(m);
+  memFree(mapCells(m), <usize>mapCap(m) * 12);
+  memFree(m, 16);
 }
 
 /** Cell where the last mapGet stopped: the key's cell, or the empty cell it would go into. */
@@ -95,7 +96,7 @@ function grow(m: usize): void {
     const v = vAt(old, i);
     if (v != NONE) insertFresh(c, shift, mask, kAt(old, i), v);
   }
-  heap.free(old);
+  memFree(old, <usize>oldCap * 12);
 }
 
 /** Insert or overwrite. */
@@ -152,7 +153,7 @@ export function mapDelete(m: usize, key: u64): u32 {
 
 /** Remove every entry and give large cell arrays back to the allocator. */
 export function mapReset(m: usize): void {
-  heap.free(mapCells(m));
+  memFree(mapCells(m), <usize>mapCap(m) * 12);
   allocCells(m, MIN_BITS);
   store<u32>(m, 0, 12);
 }

@@ -9,17 +9,17 @@
 //   +24 o0        u32 the owner slot when count == 1, else an owner vector pointer
 //   +28 link      u32 free-list link                +32 childExt u64
 import { NONE } from './layout';
-import { Pool, rec, poolAlloc, poolRelease, vecNew, vecGrow, vecCap, vecSlots } from './pool';
+import { Pool, rec, poolAlloc, poolRelease, vecNew, vecGrow, vecCap, vecSlots, vecFree } from './pool';
 import { recGet, recInsert, recDelete } from './rectable';
 import { mapGet, mapSet, mapDelete, mapCap, mapCellVal, mapReset } from './table';
-import { Index, pool, slotMap, addHoldings, EDGE_SIZE } from './state';
+import { Index, pool, slotMap, addHoldings } from './state';
 
 @inline export function eChild(p: Pool, e: u32): u64 { return load<u64>(rec(p, e), 32); }
 @inline export function eCount(p: Pool, e: u32): u32 { return load<u32>(rec(p, e), 20); }
 
 /** Edge keyed (parent?, local), or NONE. */
 @inline export function edgeOf(p: Pool, hasParent: bool, parent: u64, local: u64): u32 {
-  return recGet(p.table, p.base, EDGE_SIZE, local, hasParent ? parent : 0, hasParent ? 1 : 0);
+  return recGet(p.table, p, local, hasParent ? parent : 0, hasParent ? 1 : 0);
 }
 
 function addOwner(p: Pool, e: u32, slot: u32): void {
@@ -47,7 +47,7 @@ function dropOwner(p: Pool, e: u32, slot: u32): void {
   const r = rec(p, e);
   const c = load<u32>(r, 20);
   if (c == 1) {
-    recDelete(p.table, p.base, EDGE_SIZE, e);
+    recDelete(p.table, p, e);
     poolRelease(p, e);
     return;
   }
@@ -56,7 +56,7 @@ function dropOwner(p: Pool, e: u32, slot: u32): void {
   let i: u32 = 0;
   while (load<u32>(s + (<usize>i << 2)) != slot) i++;
   store<u32>(s + (<usize>i << 2), load<u32>(s + (<usize>(c - 1) << 2)));
-  if (c - 1 == 1) { store<u32>(r, load<u32>(s), 24); heap.free(v); }
+  if (c - 1 == 1) { store<u32>(r, load<u32>(s), 24); vecFree(v, false); }
   store<u32>(r, c - 1, 20);
 }
 
@@ -80,7 +80,7 @@ export function tierStore(ix: Index, slot: u32, tier: i32, hasParent: bool, pare
         store<u64>(r, hp ? par : 0, 8);
         store<u32>(r, hp ? 1 : 0, 16);
         store<u64>(r, ext, 32);
-        recInsert(p.table, p.base, EDGE_SIZE, e);
+        recInsert(p.table, p, e);
       }
       if (held == NONE) {
         addOwner(p, e, slot);

@@ -64,6 +64,11 @@ export interface WasmExports {
   recordCount(handle: number, tier: number): number;
   /** Dump rows of a tier into R_OUT_U32A (slot, hasParent) and R_DUMP_U64 (ext, parent, local). */
   dumpRows(handle: number, tier: number): number;
+  // --- allocator (assembly/mem.ts) ---
+  /** Bytes of linear memory the index allocator obtained (it grows memory by what it needs, >= 1 MiB at a time). */
+  memArenaBytes(): number;
+  /** Bytes in the allocator's live blocks. */
+  memLiveBytes(): number;
 }
 
 /** Region ids and parameter cells, read from the module's globals (declared in assembly/layout.ts). */

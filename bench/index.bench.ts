@@ -7,10 +7,11 @@
  * Columns: combined block-ops/s (matched + stored + removed blocks over the whole replay), match
  * latency, apply (store + remove) blocks/s, wasm memory growth per (block, worker) holding, and
  * the growth stall: the longest single index call of the replay (the index grows from empty to
- * its working size during it, so this is where table and pool growth shows).
+ * its working size during it, so this is where table and pool growth shows). The wasm replay runs
+ * `--repeat` times (see runWasm for how the runs are combined).
  *
  *   node build/dist/bench/index.bench.js [trace.jsonl] [--workers=16,128,1024,8000] [--requests=N]
- *     [--reference-max=1024]
+ *     [--reference-max=1024] [--repeat=3]
  */
 import { Bench } from 'tinybench';
 import { buildOps, readTrace, type OpStream } from './mooncake-ops.js';
@@ -23,18 +24,21 @@ const DEVICE = 0 as Tier;
 
 interface Result { name: string; seconds: number; matchNs: number[]; applySeconds: number; bytesPerPair: number | null; maxCallMs: number }
 
-function pct(sorted: number[], p: number): number { return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]; }
+/** One timed replay: wall time of every op (ms), and the wasm memory it grew by per holding. */
+interface Run { seconds: number; opMs: Float64Array; bytesPerPair: number; liveBytesPerPair: number }
+
+function pct(sorted: ArrayLike<number>, p: number): number { return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]; }
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 let parentWords: Uint32Array = new Uint32Array(0);
 
-function runWasm(ops: OpStream, workers: number): Result {
+function replayWasm(ops: OpStream, workers: number): Run {
   // A fresh module per run: linear memory never shrinks, so growth is measured from a clean start.
   const ix = new WasmPrefixIndex(new Wasm());
   ix.ensureSlots(workers);
   parentWords = new Uint32Array(ops.parent.buffer, ops.parent.byteOffset, ops.count * 2);
-  const before = ix.wasm.memoryBytes();
-  const matchNs: number[] = [];
-  let apply = 0, maxCall = 0;
+  const before = ix.wasm.memoryBytes(), liveBefore = ix.wasm.exports.memLiveBytes();
+  const opMs = new Float64Array(ops.count);
   const t0 = performance.now();
   for (let i = 0; i < ops.count; i++) {
     const s = ops.start[i], n = ops.len[i];
@@ -49,15 +53,39 @@ function runWasm(ops: OpStream, workers: number): Result {
       ix.wasm.writeExts(ops.exts.subarray(s, s + n));
       ix.removeN(ops.slot[i], DEVICE, n);
     }
-    const dt = performance.now() - ta;
-    if (k === 0) matchNs.push(dt * 1e6); else apply += dt;
-    if (dt > maxCall) maxCall = dt;
+    opMs[i] = performance.now() - ta;
   }
   const seconds = (performance.now() - t0) / 1000;
-  const pairs = ix.holdingCount(DEVICE);
-  const bytesPerPair = (ix.wasm.memoryBytes() - before) / Math.max(1, pairs);
+  const pairs = Math.max(1, ix.holdingCount(DEVICE));
+  const run = { seconds, opMs, bytesPerPair: (ix.wasm.memoryBytes() - before) / pairs, liveBytesPerPair: (ix.wasm.exports.memLiveBytes() - liveBefore) / pairs };
   ix.destroy();
-  return { name: 'wasm', seconds, matchNs, applySeconds: apply / 1000, bytesPerPair, maxCallMs: maxCall };
+  return run;
+}
+
+/**
+ * `repeat` replays on fresh modules. Throughput is the median run's; an op's latency is its
+ * median over the runs (p50 / p99 over ops), and the growth stall is the longest op by its
+ * *fastest* run: a call that is slow in every run is slow by itself, while a descheduled process
+ * (a shared VM) makes a random call slow in one run only.
+ */
+function runWasm(ops: OpStream, workers: number, repeat: number): Result {
+  const runs: Run[] = [];
+  for (let r = 0; r < repeat; r++) runs.push(replayWasm(ops, workers));
+  const matchNs: number[] = [];
+  let apply = 0, stall = 0, wallMax = 0, stallOp = -1;
+  const per = new Float64Array(repeat);
+  for (let i = 0; i < ops.count; i++) {
+    for (let r = 0; r < repeat; r++) { per[r] = runs[r].opMs[i]; wallMax = Math.max(wallMax, per[r]); }
+    per.sort();
+    const med = per[repeat >> 1];
+    if (ops.kind[i] === 0) matchNs.push(med * 1e6); else apply += med;
+    if (per[0] > stall) { stall = per[0]; stallOp = i; }
+  }
+  const m = runs.map((r) => r.seconds);
+  console.error(`W=${workers} wasm: runs ${m.map((x) => x.toFixed(3)).join(' / ')} s; longest single call in any run ${wallMax.toFixed(2)} ms; ` +
+    `live allocator bytes per holding ${runs[0].liveBytesPerPair.toFixed(1)}; growth stall at op ${stallOp} ` +
+    `(${['match', 'store', 'remove'][ops.kind[stallOp]]} of ${ops.len[stallOp]} blocks: ${runs.map((r) => r.opMs[stallOp].toFixed(2)).join(' / ')} ms)`);
+  return { name: 'wasm', seconds: median(m), matchNs, applySeconds: apply / 1000, bytesPerPair: runs[0].bytesPerPair, maxCallMs: stall };
 }
 
 function runReference(ops: OpStream): Result {
@@ -139,12 +167,13 @@ export async function main(argv = process.argv.slice(2)): Promise<string> {
   const trace = argv.find((a) => !a.startsWith('--') && a.endsWith('.jsonl')) ?? 'test/fixtures/mooncake/conversation_trace.jsonl';
   const workerList = (option(argv, 'workers') ?? '16,128,1024,8000').split(',').map(Number);
   const referenceMax = Number(option(argv, 'reference-max') ?? 1024);
+  const repeat = Math.max(1, Number(option(argv, 'repeat') ?? 3));
   const chains = readTrace(trace, Number(option(argv, 'requests') ?? Infinity));
   const lines = ['| W | impl | combined block-ops/s | match p50 µs | match p99 µs | apply blocks/s | bytes/(block,worker) | growth stall ms |',
     '|---|---|---|---|---|---|---|---|'];
   for (const w of workerList) {
     const ops = buildOps(chains, w, 16384);
-    const a = runWasm(ops, w);
+    const a = runWasm(ops, w, repeat);
     lines.push(report(ops, w, a));
     if (w <= referenceMax) {
       const b = runReference(ops);

@@ -90,6 +90,49 @@ function decodeBase64(b64: string): Uint8Array {
   return out;
 }
 
+/**
+ * The module with its memory declared shared (limits flags 0x01 -> 0x03 in the memory section),
+ * or null when the memory is not the one (min, max) memory the build declares. Why: growing a
+ * non-shared memory makes V8 account the new size as external memory and request a full
+ * mark-compact of the JS heap, once it passes a few tens of MiB: 300 growths of 1 MiB beside a
+ * 100 MB JS heap took 20 s in all, up to 570 ms each (bench note in bench/RESULTS.md); a shared
+ * memory grows in place with no GC (the same 300 growths: 1.2 ms). No atomics are used: the
+ * module runs on one thread either way.
+ */
+function withSharedMemory(bytes: Uint8Array): Uint8Array | null {
+  let i = 8; // magic + version
+  const leb = (): number => {
+    let r = 0, s = 0, x: number;
+    do { x = bytes[i++]; r += (x & 0x7f) * 2 ** s; s += 7; } while (x & 0x80);
+    return r;
+  };
+  while (i < bytes.length) {
+    const id = bytes[i++], size = leb(), start = i;
+    if (id === 5) {
+      if (leb() !== 1 || bytes[i] !== 0x01) return null;
+      const out = bytes.slice();
+      out[i] = 0x03;
+      return out;
+    }
+    i = start + size;
+  }
+  return null;
+}
+
+/** Instantiates `bytes`, with a shared memory where the host allows one (see withSharedMemory). */
+function instantiate(src: WebAssembly.Module | Uint8Array, imports: WebAssembly.Imports): WebAssembly.Instance {
+  if (src instanceof WebAssembly.Module) return new WebAssembly.Instance(src, imports);
+  const shared = typeof SharedArrayBuffer === 'function' ? withSharedMemory(src) : null;
+  if (shared !== null) {
+    try {
+      return new WebAssembly.Instance(new WebAssembly.Module(shared as BufferSource), imports);
+    } catch {
+      // a page without cross-origin isolation has no shared memory: use the module as built
+    }
+  }
+  return new WebAssembly.Instance(new WebAssembly.Module(src as BufferSource), imports);
+}
+
 function constant(exports: WebAssembly.Exports, name: string): number {
   const g = exports[name] as WebAssembly.Global | number | undefined;
   if (g === undefined) throw new Error(`wasm export ${name} is missing`);
@@ -110,15 +153,13 @@ export class Wasm {
   private readonly cache = new Map<string, ArrayBufferView>();
 
   constructor(module?: WebAssembly.Module | Uint8Array) {
-    const src = module ?? decodeBase64(wasmBase64);
-    const mod = src instanceof WebAssembly.Module ? src : new WebAssembly.Module(src as BufferSource);
     let memory: WebAssembly.Memory | null = null;
     const readString = (ptr: number): string => {
       if (!memory || !ptr) return '';
       const len = new Uint32Array(memory.buffer)[(ptr - 4) >>> 2] >>> 1;
       return String.fromCharCode(...new Uint16Array(memory.buffer, ptr, len));
     };
-    const inst = new WebAssembly.Instance(mod, {
+    const inst = instantiate(module ?? decodeBase64(wasmBase64), {
       env: {
         abort(msg: number, file: number, line: number, col: number): never {
           throw new Error(`wasm abort: ${readString(msg)} at ${readString(file)}:${line}:${col}`);
@@ -137,6 +178,8 @@ export class Wasm {
 
   /** Current byte length of linear memory (tests assert it stays flat on hot paths). */
   memoryBytes(): number { return this.exports.memory.buffer.byteLength; }
+  /** Whether linear memory is shared (grows without a JS GC; see withSharedMemory). */
+  memoryShared(): boolean { return typeof SharedArrayBuffer === 'function' && this.exports.memory.buffer instanceof SharedArrayBuffer; }
 
   private refresh(): void {
     const buf = this.exports.memory.buffer as ArrayBuffer;

@@ -9,7 +9,7 @@ import {
 import { regionPtr, regionCap, reserve, paramU64, scratchInit } from './scratch';
 import { Index, indexOf, indexCreate, indexRelease, ensureSlots, holdings, pool, slotMapIfAny } from './state';
 import { rec, vecFree } from './pool';
-import { mapCount } from './table';
+import { tabCount } from './hashtab';
 import { deviceStore, deviceRemove, deviceClear } from './radix';
 import { tierStore, tierRemove, tierClear } from './tiers';
 import { matchInto, chainExtsInto } from './match';
@@ -126,9 +126,10 @@ export function clearSlot(h: i32, slot: i32, tier: i32): i32 {
     if (t == TIER_DEVICE) {
       const m = slotMapIfAny(ix, <u32>slot, 0);
       if (m == 0) continue;
-      deviceClear(ix, <u32>slot, reserve(R_TMP, (<usize>mapCount(m) << 2) + 4));
-    } else if (slotMapIfAny(ix, <u32>slot, t) != 0) {
-      tierClear(ix, <u32>slot, t);
+      deviceClear(ix, <u32>slot, reserve(R_TMP, (<usize>tabCount(m) << 2) + 4));
+    } else {
+      const m = slotMapIfAny(ix, <u32>slot, t);
+      if (m != 0) tierClear(ix, <u32>slot, t, reserve(R_TMP, (<usize>tabCount(m) << 2) + 4));
     }
   }
   return 0;
@@ -163,7 +164,7 @@ export function treeSize(h: i32, slot: i32, tier: i32): i32 {
   const ix = indexOf(h);
   if (changetype<usize>(ix) == 0 || <u32>slot >= ix.slotCap) return 0;
   const m = slotMapIfAny(ix, <u32>slot, tier);
-  return m == 0 ? 0 : <i32>mapCount(m);
+  return m == 0 ? 0 : <i32>tabCount(m);
 }
 
 /** Sum of all slots' holdings on a tier (dump sizing). */

@@ -10,7 +10,8 @@ import { rec, vecSlots, vecExts } from './pool';
 import { Index, pool, slotMapIfAny } from './state';
 import { childOf } from './radix';
 import { edgeOf, eChild, eCount } from './tiers';
-import { mapCount, mapGet } from './table';
+import { tabCount } from './hashtab';
+import { slotEdge } from './tiers';
 
 let rows: u32 = 0;
 
@@ -106,14 +107,14 @@ export function matchInto(ix: Index, q: usize, n: i32, outSlot: usize, outDev: u
     for (let i: u32 = 0; i < rows; i++) {
       const s = load<u32>(outSlot + (<usize>i << 2));
       const sm = slotMapIfAny(ix, s, tier);
-      if (sm == 0 || mapCount(sm) == 0) continue;
+      if (sm == 0 || tabCount(sm) == 0) continue;
       let pos = load<u32>(ix.pos + (<usize>s << 2));
       let lastExt = load<u64>(last + (<usize>s << 3));
       let hits: u32 = 0;
       while (<i32>pos < n) {
         const e = edgeOf(tp, pos > 0, lastExt, load<u64>(q + (<usize>pos << 3)));
         // Ownership is one probe of the slot's own lookup (owner lists can be long).
-        if (e == NONE || mapGet(sm, eChild(tp, e)) != e) break;
+        if (e == NONE || slotEdge(tp, sm, eChild(tp, e)) != e) break;
         hits++;
         lastExt = eChild(tp, e);
         pos++;

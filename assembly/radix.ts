@@ -14,8 +14,8 @@
 // its subtree with it (nothing below is reachable for anyone), so memory is reclaimed at once.
 import { NONE, ST_PARENT_NOT_FOUND } from './layout';
 import { Pool, rec, poolAlloc, poolRelease, vecNew, vecGrow, vecCap, vecSlots, vecExts, vecFree } from './pool';
-import { recGet, recInsertAfterGet, recDelete } from './rectable';
-import { mapGet, mapSet, mapDelete, mapInsertAfterGet, mapCap, mapCellVal, mapReset } from './table';
+import { recGet, recInsertAfterGet, recDelete, mix64 } from './rectable';
+import { tabFirst, tabNext, tabInsert, tabDelete, tabValues, tabReset, tabCount } from './hashtab';
 import { Index, slotMap, addHoldings } from './state';
 
 @inline export function nLocal(p: Pool, n: u32): u64 { return load<u64>(rec(p, n), 0); }
@@ -28,7 +28,7 @@ import { Index, slotMap, addHoldings } from './state';
 
 /** Child of `parent` keyed by `local`, or NONE. */
 @inline export function childOf(p: Pool, parent: u32, local: u64): u32 {
-  return recGet(p.table, p, local, 0, parent);
+  return recGet(p.table, p, false, local, 0, parent);
 }
 
 function createChild(p: Pool, parent: u32, local: u64): u32 {
@@ -53,7 +53,7 @@ function unlink(p: Pool, n: u32): void {
   if (prev != NONE) store<u32>(rec(p, prev), next, 32);
   else store<u32>(rec(p, load<u32>(r, 16)), next, 28);
   if (next != NONE) store<u32>(rec(p, next), prev, 36);
-  recDelete(p.table, p, n);
+  recDelete(p.table, p, false, n);
 }
 
 /** Engine hash under which `slot` holds node n, and whether it does (found -> true). */
@@ -76,6 +76,18 @@ function holderExt(p: Pool, n: u32, slot: u32): bool {
 }
 export function holderExtOf(p: Pool, n: u32, slot: u32): bool { return holderExt(p, n, slot); }
 export function lastFoundExt(): u64 { return foundExt; }
+
+// --- per-slot lookups: engine hash -> node, in a hashtab keyed by the ext's fingerprint. The
+// ext itself lives only in the node's holder entry, so a candidate is verified there. ---
+
+/** Fingerprint of an engine hash in a slot's lookup. */
+@inline export function extFp(ext: u64): u32 { return <u32>(mix64(ext) >> 32); }
+
+/** The node `slot` holds under `ext` (lookup m), or NONE. */
+function slotFind(p: Pool, m: usize, slot: u32, ext: u64): u32 {
+  for (let v = tabFirst(m, extFp(ext)); v != NONE; v = tabNext()) if (holderExt(p, v, slot) && foundExt == ext) return v;
+  return NONE;
+}
 
 function setHolderExt(p: Pool, n: u32, slot: u32, ext: u64): void {
   const r = rec(p, n);
@@ -138,11 +150,11 @@ function releaseHolders(ix: Index, p: Pool, n: u32): void {
   const c = load<u32>(r, 20);
   if (c == 0) return;
   if (c == 1) {
-    mapDelete(slotMap(ix, load<u32>(r, 24), 0), load<u64>(r, 8));
+    tabDelete(slotMap(ix, load<u32>(r, 24), 0), extFp(load<u64>(r, 8)), n);
   } else {
     const v = <usize>load<u32>(r, 24);
     for (let i: u32 = 0; i < c; i++) {
-      mapDelete(slotMap(ix, load<u32>(vecSlots(v) + (<usize>i << 2)), 0), load<u64>(vecExts(v) + (<usize>i << 3)));
+      tabDelete(slotMap(ix, load<u32>(vecSlots(v) + (<usize>i << 2)), 0), extFp(load<u64>(vecExts(v) + (<usize>i << 3))), n);
     }
     vecFree(v, true);
   }
@@ -173,13 +185,13 @@ export function deviceStore(ix: Index, slot: u32, hasParent: bool, parent: u64, 
   const m = slotMap(ix, slot, 0);
   let cur: u32 = 0;
   if (hasParent) {
-    cur = mapGet(m, parent);
+    cur = slotFind(p, m, slot, parent);
     if (cur == NONE) return ST_PARENT_NOT_FOUND;
   }
   for (let i = 0; i < n; i++) {
     const ext = load<u64>(exts + (<usize>i << 3));
     const local = load<u64>(locals + (<usize>i << 3));
-    const held = mapGet(m, ext);
+    const held = slotFind(p, m, slot, ext);
     let child = childOf(p, cur, local);
     if (held != NONE) {
       if (held != child) return i;      // the slot uses this engine hash elsewhere: stop
@@ -190,15 +202,15 @@ export function deviceStore(ix: Index, slot: u32, hasParent: bool, parent: u64, 
       child = createChild(p, cur, local);
       addHolder(p, child, slot, ext);
       addHoldings(ix, 0, 1);
-      mapInsertAfterGet(m, ext, child);  // mapGet above left its empty cell
+      tabInsert(m, extFp(ext), child);
     } else if (holderExt(p, child, slot)) {
-      mapDelete(m, foundExt);           // re-key: same node, new engine hash
+      tabDelete(m, extFp(foundExt), child); // re-key: same node, new engine hash
       setHolderExt(p, child, slot, ext);
-      mapSet(m, ext, child);
+      tabInsert(m, extFp(ext), child);
     } else {
       addHolder(p, child, slot, ext);
       addHoldings(ix, 0, 1);
-      mapInsertAfterGet(m, ext, child);
+      tabInsert(m, extFp(ext), child);
     }
     cur = child;
   }
@@ -211,8 +223,10 @@ export function deviceRemove(ix: Index, slot: u32, exts: usize, n: i32): i32 {
   const m = slotMap(ix, slot, 0);
   let found = 0;
   for (let i = 0; i < n; i++) {
-    const node = mapDelete(m, load<u64>(exts + (<usize>i << 3)));
+    const ext = load<u64>(exts + (<usize>i << 3));
+    const node = slotFind(p, m, slot, ext);
     if (node == NONE) continue;
+    tabDelete(m, extFp(ext), node);
     found++;
     addHoldings(ix, 0, -1);
     if (dropHolder(p, node, slot) == 0) deleteSubtree(ix, p, node);
@@ -228,16 +242,10 @@ export function deviceRemove(ix: Index, slot: u32, exts: usize, n: i32): i32 {
 export function deviceClear(ix: Index, slot: u32, work: usize): void {
   const p = ix.p0;
   const m = slotMap(ix, slot, 0);
-  const cnt = load<u32>(m, 12);
-  if (cnt == 0) return;
-  const cap = mapCap(m);
-  let k: u32 = 0;
-  for (let i: u32 = 0; i < cap; i++) {
-    const v = mapCellVal(m, i);
-    if (v != NONE) store<u32>(work + (<usize>(k++) << 2), v);
-  }
+  if (tabCount(m) == 0) return;
+  const k = tabValues(m, work);
   // Reset the map (its entries are dropped below without per-entry deletes).
-  mapReset(m);
+  tabReset(m);
   for (let i: u32 = 0; i < k; i++) {
     const node = load<u32>(work + (<usize>i << 2));
     if (nCount(p, node) == 0xfffffffe) continue;  // FREED by an earlier cascade

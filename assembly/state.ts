@@ -3,14 +3,13 @@
 //
 //   Index (unmanaged)
 //   +-- pools[0..3]   Pool: tier 0 = tree nodes (radix.ts), tiers 1..3 = edges (tiers.ts)
-//   +-- maps          usize[slotCap * 4]: per (slot, tier) a table.ts map engine hash -> record
+//   +-- maps          usize[slotCap * 4]: per (slot, tier) a hashtab.ts table engine hash -> record
 //   +-- depth/stamp   u32[slotCap]: match work (stamp == epoch marks a slot touched this match)
 //   +-- last          u64[slotCap]: engine hash at the slot's current continuation point
 //   +-- pos           u32[slotCap]: continuation position; row u32[slotCap]: output row of slot
 import { NONE, TIER_COUNT } from './layout';
 import { Pool, poolNew, poolFree, poolAlloc, rec } from './pool';
-import { mapNew, mapFree } from './table';
-import { recNew, recFree } from './rectable';
+import { tabNew, tabFree } from './hashtab';
 import { memAlloc, memAllocZero, memFree } from './mem';
 
 export const NODE_SIZE: u32 = 40;
@@ -45,7 +44,7 @@ export const EDGE_SIZE: u32 = 40;
 @inline export function slotMap(ix: Index, slot: u32, tier: i32): usize {
   const cell = ix.maps + ((<usize>slot * TIER_COUNT + tier) << 2);
   let m = load<usize>(cell);
-  if (m == 0) { m = mapNew(); store<usize>(cell, m); }
+  if (m == 0) { m = tabNew(); store<usize>(cell, m); }
   return m;
 }
 
@@ -67,14 +66,14 @@ function growArray(p: usize, oldBytes: usize, newBytes: usize): usize {
   return q;
 }
 
-function newPool(size: u32, link: u32, keyedByA: bool): Pool {
+function newPool(size: u32, link: u32): Pool {
   const p = poolNew(size, link);
-  p.table = recNew(keyedByA);
+  p.table = tabNew();
   return p;
 }
 
 function freePool(p: Pool): void {
-  recFree(p.table);
+  tabFree(p.table);
   poolFree(p);
 }
 
@@ -98,10 +97,10 @@ export function indexCreate(): i32 {
   for (let h = 0; h < MAX_INDEXES; h++) {
     if (load<usize>(handles + (<usize>h << 2)) != 0) continue;
     const ix = changetype<Index>(memAllocZero(offsetof<Index>()));
-    ix.p0 = newPool(NODE_SIZE, 32, false);
-    ix.p1 = newPool(EDGE_SIZE, 28, true);
-    ix.p2 = newPool(EDGE_SIZE, 28, true);
-    ix.p3 = newPool(EDGE_SIZE, 28, true);
+    ix.p0 = newPool(NODE_SIZE, 32);
+    ix.p1 = newPool(EDGE_SIZE, 28);
+    ix.p2 = newPool(EDGE_SIZE, 28);
+    ix.p3 = newPool(EDGE_SIZE, 28);
     // Node 0 is the root: parent NONE, no holders, never freed.
     const root = poolAlloc(ix.p0);
     store<u32>(rec(ix.p0, root), NONE, 16);
@@ -120,7 +119,7 @@ export function indexRelease(h: i32): void {
   for (let s: u32 = 0; s < ix.slotCap; s++) {
     for (let t = 0; t < TIER_COUNT; t++) {
       const m = slotMapIfAny(ix, s, t);
-      if (m != 0) mapFree(m);
+      if (m != 0) tabFree(m);
     }
   }
   freePool(ix.p0); freePool(ix.p1); freePool(ix.p2); freePool(ix.p3);

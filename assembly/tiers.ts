@@ -11,7 +11,8 @@
 import { NONE } from './layout';
 import { Pool, rec, poolAlloc, poolRelease, vecNew, vecGrow, vecCap, vecSlots, vecFree } from './pool';
 import { recGet, recInsert, recDelete } from './rectable';
-import { mapGet, mapSet, mapDelete, mapCap, mapCellVal, mapReset } from './table';
+import { tabFirst, tabNext, tabInsert, tabDelete, tabValues, tabReset, tabCount } from './hashtab';
+import { extFp } from './radix';
 import { Index, pool, slotMap, addHoldings } from './state';
 
 @inline export function eChild(p: Pool, e: u32): u64 { return load<u64>(rec(p, e), 32); }
@@ -19,7 +20,16 @@ import { Index, pool, slotMap, addHoldings } from './state';
 
 /** Edge keyed (parent?, local), or NONE. */
 @inline export function edgeOf(p: Pool, hasParent: bool, parent: u64, local: u64): u32 {
-  return recGet(p.table, p, local, hasParent ? parent : 0, hasParent ? 1 : 0);
+  return recGet(p.table, p, true, local, hasParent ? parent : 0, hasParent ? 1 : 0);
+}
+
+/**
+ * The edge a slot's tier lookup m maps `ext` to, or NONE. Every edge in m has child ext = the
+ * key it is stored under, so a candidate is verified by its child ext.
+ */
+export function slotEdge(p: Pool, m: usize, ext: u64): u32 {
+  for (let v = tabFirst(m, extFp(ext)); v != NONE; v = tabNext()) if (eChild(p, v) == ext) return v;
+  return NONE;
 }
 
 function addOwner(p: Pool, e: u32, slot: u32): void {
@@ -47,7 +57,7 @@ function dropOwner(p: Pool, e: u32, slot: u32): void {
   const r = rec(p, e);
   const c = load<u32>(r, 20);
   if (c == 1) {
-    recDelete(p.table, p, e);
+    recDelete(p.table, p, true, e);
     poolRelease(p, e);
     return;
   }
@@ -70,7 +80,7 @@ export function tierStore(ix: Index, slot: u32, tier: i32, hasParent: bool, pare
     const ext = load<u64>(exts + (<usize>i << 3));
     const local = load<u64>(locals + (<usize>i << 3));
     let e = edgeOf(p, hp, par, local);
-    const held = mapGet(m, ext);
+    const held = slotEdge(p, m, ext);
     const conflict = (e != NONE && eChild(p, e) != ext) || (held != NONE && held != e);
     if (!conflict) {
       if (e == NONE) {
@@ -80,11 +90,11 @@ export function tierStore(ix: Index, slot: u32, tier: i32, hasParent: bool, pare
         store<u64>(r, hp ? par : 0, 8);
         store<u32>(r, hp ? 1 : 0, 16);
         store<u64>(r, ext, 32);
-        recInsert(p.table, p, e);
+        recInsert(p.table, p, true, e);
       }
       if (held == NONE) {
         addOwner(p, e, slot);
-        mapSet(m, ext, e);
+        tabInsert(m, extFp(ext), e);
         addHoldings(ix, tier, 1);
       }
       applied++;
@@ -101,8 +111,10 @@ export function tierRemove(ix: Index, slot: u32, tier: i32, exts: usize, n: i32)
   const m = slotMap(ix, slot, tier);
   let found = 0;
   for (let i = 0; i < n; i++) {
-    const e = mapDelete(m, load<u64>(exts + (<usize>i << 3)));
+    const ext = load<u64>(exts + (<usize>i << 3));
+    const e = slotEdge(p, m, ext);
     if (e == NONE) continue;
+    tabDelete(m, extFp(ext), e);
     found++;
     addHoldings(ix, tier, -1);
     dropOwner(p, e, slot);
@@ -110,17 +122,14 @@ export function tierRemove(ix: Index, slot: u32, tier: i32, exts: usize, n: i32)
   return found;
 }
 
-/** Every block of `slot` on this tier goes. */
-export function tierClear(ix: Index, slot: u32, tier: i32): void {
+/** Every block of `slot` on this tier goes; `work` holds a u32 per block of the slot on the tier. */
+export function tierClear(ix: Index, slot: u32, tier: i32, work: usize): void {
   const p = pool(ix, tier);
   const m = slotMap(ix, slot, tier);
-  const cnt = load<u32>(m, 12);
+  const cnt = tabCount(m);
   if (cnt == 0) return;
-  const cap = mapCap(m);
-  for (let i: u32 = 0; i < cap; i++) {
-    const e = mapCellVal(m, i);
-    if (e != NONE) dropOwner(p, e, slot);
-  }
-  mapReset(m);
+  const k = tabValues(m, work);
+  for (let i: u32 = 0; i < k; i++) dropOwner(p, load<u32>(work + (<usize>i << 2)), slot);
+  tabReset(m);
   addHoldings(ix, tier, -<i32>cnt);
 }

@@ -4,11 +4,12 @@
 import {
   NONE, FREED, R_HASH_A, R_HASH_B, R_TOKENS, R_MM_COUNTS, R_MM_HASHES, R_TMP, R_OUT_SLOT, R_OUT_DEV,
   R_OUT_HOST, R_OUT_DISK, R_OUT_EXTN, R_OUT_F64A, R_OUT_F64B, R_OUT_U32A, R_OUT_U32B, R_DUMP_U64,
-  P_PARENT, P_SEED, TIER_DEVICE, TIER_COUNT, ST_INVALID_SEQUENCE, ST_BAD_SLOT, ST_BAD_INDEX,
+  P_PARENT, P_SEED, TIER_DEVICE, TIER_COUNT, ST_INVALID_SEQUENCE, ST_BAD_SLOT, ST_BAD_INDEX, N_HOLD,
 } from './layout';
 import { regionPtr, regionCap, reserve, paramU64, scratchInit } from './scratch';
 import { Index, indexOf, indexCreate, indexRelease, ensureSlots, holdings, pool, slotMapIfAny } from './state';
 import { rec, vecFree } from './pool';
+import { setFree, freeKids } from './holders';
 import { tabCount } from './hashtab';
 import { deviceStore, deviceRemove, deviceClear } from './radix';
 import { tierStore, tierRemove, tierClear } from './tiers';
@@ -24,11 +25,18 @@ export function indexNew(): i32 { scratchInit(); return indexCreate(); }
 export function indexFree(h: i32): void {
   const ix = indexOf(h);
   if (changetype<usize>(ix) == 0) return;
-  for (let t = 0; t < TIER_COUNT; t++) {
+  const p0 = ix.p0;
+  for (let i: u32 = 0; i < p0.used; i++) {
+    const r = rec(p0, i), hold = load<u32>(r, N_HOLD);
+    if (hold == FREED) continue;
+    if (hold != 0 && (hold & 1) == 0) setFree(<usize>hold);
+    freeKids(r);
+  }
+  for (let t = 1; t < TIER_COUNT; t++) {
     const p = pool(ix, t);
     for (let i: u32 = 0; i < p.used; i++) {
       const c = load<u32>(rec(p, i), 20);
-      if (c != FREED && c >= 2) vecFree(<usize>load<u32>(rec(p, i), 24), t == TIER_DEVICE);
+      if (c != FREED && c >= 2) vecFree(<usize>load<u32>(rec(p, i), 24));
     }
   }
   indexRelease(h);

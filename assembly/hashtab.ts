@@ -55,7 +55,7 @@ const EMPTY: u64 = 0xFFFFFFFFFFFFFFFF;
 // the first that fits:
 //   for (let v = tabFirst(t, fp); v != NONE; v = tabNext()) if (fits(v)) return v;
 
-let pCells: usize = 0, pMask: u32 = 0, pAt: u32 = 0, pFp: u32 = 0;
+let pBucket: usize = 0, pCells: usize = 0, pMask: u32 = 0, pAt: u32 = 0, pFp: u32 = 0;
 
 /** The next candidate from the probe position, or NONE at the first empty cell. */
 @inline export function tabNext(): u32 {
@@ -70,12 +70,20 @@ let pCells: usize = 0, pMask: u32 = 0, pAt: u32 = 0, pFp: u32 = 0;
 /** The first candidate for fp in t, or NONE. */
 @inline export function tabFirst(t: usize, fp: u32): u32 {
   const b = tabBucket(t, fp);
+  pBucket = b;
   pCells = bCells(b);
   pMask = bMask(b);
   pAt = bHome(b, fp);
   pFp = fp;
   return tabNext();
 }
+
+/**
+ * Where the probe in hand stands: (bucket << 32) | cell of the candidate last returned, or of
+ * the empty cell that ended it. Taken right after the probe (before any other probe, insert or
+ * delete on any table), it lets tabInsertAt / tabDeleteAt skip probing again.
+ */
+@inline export function probeEnd(): u64 { return (<u64>pBucket << 32) | <u64>((pAt - 1) & pMask); }
 
 function cellsNew(bits: u32): usize {
   const bytes = <usize>8 << bits;
@@ -215,16 +223,38 @@ export function tabInsert(t: usize, fp: u32, val: u32): void {
   store<u32>(t, tabCount(t) + 1, 8);
 }
 
+/**
+ * Insert (fp, val) into the empty cell where a probe for fp ended without finding it (`end` =
+ * probeEnd() then, with no change to t since): no second probe unless the bucket must grow.
+ */
+export function tabInsertAt(t: usize, end: u64, fp: u32, val: u32): void {
+  const b = <usize>(end >> 32);
+  if ((bCount(b) + 1) * 5 > (<u32>4 << bBits(b))) { tabInsert(t, fp, val); return; }
+  store<u64>(bCells(b) + (<usize>(<u32>end) << 3), (<u64>fp << 32) | <u64>val);
+  setCount(b, bCount(b) + 1);
+  store<u32>(t, tabCount(t) + 1, 8);
+}
+
 /** Delete the cell holding val (probed from fp's home); false when it is not there. */
 export function tabDelete(t: usize, fp: u32, val: u32): bool {
-  const b = tabBucket(t, fp), c = bCells(b), bits = bBits(b), mask = (<u32>1 << bits) - 1;
-  let i = fp >> (32 - bits);
+  const b = tabBucket(t, fp), c = bCells(b), mask = bMask(b);
+  let i = bHome(b, fp);
   while (true) {
     const v = <u32>load<u64>(c + (<usize>i << 3));
     if (v == val) break;
     if (v == NONE) return false;
     i = (i + 1) & mask;
   }
+  deleteCell(t, b, i);
+  return true;
+}
+
+/** Delete the candidate a probe just returned (`end` = probeEnd() then, t unchanged since). */
+export function tabDeleteAt(t: usize, end: u64): void { deleteCell(t, <usize>(end >> 32), <u32>end); }
+
+/** Empty cell i of bucket b, shifting later cells of its run back (no tombstones). */
+function deleteCell(t: usize, b: usize, i: u32): void {
+  const c = bCells(b), bits = bBits(b), mask = (<u32>1 << bits) - 1;
   let hole = i;
   let j = (i + 1) & mask;
   while (true) {
@@ -241,7 +271,6 @@ export function tabDelete(t: usize, fp: u32, val: u32): bool {
   store<u64>(c + (<usize>hole << 3), EMPTY);
   setCount(b, bCount(b) - 1);
   store<u32>(t, tabCount(t) - 1, 8);
-  return true;
 }
 
 /** Bytes held by a table (buckets, cells and directory), for memory accounting in tests. */

@@ -1,17 +1,22 @@
 // match(locals): per slot the device prefix depth plus the host/disk/external continuations
-// (contract: src/core/index-types.ts; algorithms §3.3). Allocation-free.
+// (contract: src/core/index/index-types.ts; algorithms §3.3). Allocation-free.
 //
 // Device walk, level-synchronous: at level k only holders of the level-k node are visited; a
 // slot advances iff it was at depth k-1 (stamp == epoch marks slots touched by this match, so
 // the per-slot arrays never need clearing). The walk stops when no slot advanced. Cost: the sum
-// of holder counts along the matched path, independent of the total number of workers.
-import { NONE, TIER_HOST, TIER_EXTERNAL } from './layout';
-import { rec, vecSlots, vecExts } from './pool';
+// of holder counts along the matched path, independent of the total number of workers. The
+// path's nodes are found a chunk of levels at a time with independent probes (radix.ts): path
+// hashes first, then every level's child-link cell, then the nodes, then the walk.
+import { NONE, TIER_HOST, TIER_EXTERNAL, N_HASH, N_EXT0, N_HOLD } from './layout';
+import { rec, vecSlots } from './pool';
 import { Index, pool, slotMapIfAny } from './state';
-import { childOf } from './radix';
-import { edgeOf, eChild, eCount } from './tiers';
-import { tabCount } from './hashtab';
-import { slotEdge } from './tiers';
+import { CHUNK, childFind, pathHash, prefetchChildren, chunkHashes, holdSink } from './radix';
+import { holds, heldExt, setSlotAt, setExtAt, setCount } from './holders';
+import { edgeOf, eChild, eCount, slotEdge } from './tiers';
+import { tabCount, tabHomeAddr } from './hashtab';
+
+/** Nodes of the chunk of levels in hand. */
+const levelNodes = memory.data(CHUNK * 4);
 
 let rows: u32 = 0;
 
@@ -43,37 +48,54 @@ export function matchInto(ix: Index, q: usize, n: i32, outSlot: usize, outDev: u
   const p = ix.p0;
   const stamp = ix.stamp, depth = ix.depth, last = ix.last;
   // --- device tier ---
-  let node = childOf(p, 0, load<u64>(q));
-  let level: u32 = 1;
-  while (node != NONE) {
-    const r = rec(p, node);
-    const c = load<u32>(r, 20);
-    let advanced: u32 = 0;
-    if (c == 1) {
-      const s = load<u32>(r, 24);
-      if (level == 1) touch(ix, s, outSlot, epoch);
-      if (load<u32>(stamp + (<usize>s << 2)) == epoch && load<u32>(depth + (<usize>s << 2)) == level - 1) {
-        store<u32>(depth + (<usize>s << 2), level);
-        store<u64>(last + (<usize>s << 3), load<u64>(r, 8));
-        advanced = 1;
-      }
-    } else {
-      const v = <usize>load<u32>(r, 24);
-      const sp = vecSlots(v), ep = vecExts(v);
-      for (let i: u32 = 0; i < c; i++) {
-        const s = load<u32>(sp + (<usize>i << 2));
-        if (level == 1) touch(ix, s, outSlot, epoch);
-        if (load<u32>(stamp + (<usize>s << 2)) == epoch && load<u32>(depth + (<usize>s << 2)) == level - 1) {
-          store<u32>(depth + (<usize>s << 2), level);
-          store<u64>(last + (<usize>s << 3), load<u64>(ep + (<usize>i << 3)));
-          advanced++;
+  const needLast = ix.p1.live + ix.p2.live + ix.p3.live > 0;
+  let prev: u32 = 0, h: u64 = 0, acc: u64 = 0;
+  let level: i32 = 0; // levels walked
+  let walking = true;
+  while (walking && level < n) {
+    const end = min(n, level + CHUNK);
+    h = prefetchChildren(p, h, q, level, end);
+    let k = 0;
+    for (let i = level; i < end; i++) {
+      const node = childFind(p, prev, load<u64>(chunkHashes + (<usize>(i - level) << 3)));
+      if (node == NONE) break;
+      store<u32>(levelNodes + (<usize>k << 2), node);
+      k++;
+      prev = node;
+      const hold = load<u32>(rec(p, node), N_HOLD);
+      if ((hold & 1) == 0) acc ^= load<u64>(<usize>hold);
+    }
+    for (let j = 0; j < k; j++) {
+      const lv = <u32>(level + j + 1);
+      const r = rec(p, load<u32>(levelNodes + (<usize>j << 2)));
+      const hold = load<u32>(r, N_HOLD);
+      let advanced: u32 = 0;
+      if ((hold & 1) != 0) {
+        const s = hold >> 1;
+        if (lv == 1) touch(ix, s, outSlot, epoch);
+        if (load<u32>(stamp + (<usize>s << 2)) == epoch && load<u32>(depth + (<usize>s << 2)) == lv - 1) {
+          store<u32>(depth + (<usize>s << 2), lv);
+          if (needLast) store<u64>(last + (<usize>s << 3), load<u64>(r, N_EXT0));
+          advanced = 1;
+        }
+      } else {
+        const v = <usize>hold, span = setCount(v);
+        for (let i: u32 = 0; i < span; i++) {
+          const s = setSlotAt(v, i);
+          if (lv == 1) touch(ix, s, outSlot, epoch);
+          if (load<u32>(stamp + (<usize>s << 2)) == epoch && load<u32>(depth + (<usize>s << 2)) == lv - 1) {
+            store<u32>(depth + (<usize>s << 2), lv);
+            if (needLast) store<u64>(last + (<usize>s << 3), setExtAt(v, i));
+            advanced++;
+          }
         }
       }
+      if (advanced == 0) { walking = false; break; }
     }
-    if (advanced == 0 || <i32>level >= n) break;
-    node = childOf(p, node, load<u64>(q + (<usize>level << 3)));
-    level++;
+    if (k < end - level) walking = false;
+    level = end;
   }
+  holdSink(acc);
   for (let i: u32 = 0; i < rows; i++) {
     const s = load<u32>(outSlot + (<usize>i << 2));
     const d = load<u32>(depth + (<usize>s << 2));
@@ -149,27 +171,15 @@ export function matchInto(ix: Index, q: usize, n: i32, outSlot: usize, outDev: u
  * contiguous: out[i] = the slot's ext of block i, for i < the returned depth. (kv_hint sources.)
  */
 export function chainExtsInto(ix: Index, q: usize, n: i32, slot: u32, out: usize): i32 {
-  if (n <= 0) return 0;
   const p = ix.p0;
-  let node = childOf(p, 0, load<u64>(q));
-  let level: i32 = 0;
-  while (node != NONE) {
-    const r = rec(p, node);
-    const c = load<u32>(r, 20);
-    let found = false;
-    if (c == 1) {
-      if (load<u32>(r, 24) == slot) { store<u64>(out + (<usize>level << 3), load<u64>(r, 8)); found = true; }
-    } else {
-      const v = <usize>load<u32>(r, 24);
-      const sp = vecSlots(v), ep = vecExts(v);
-      for (let i: u32 = 0; i < c; i++) {
-        if (load<u32>(sp + (<usize>i << 2)) == slot) { store<u64>(out + (<usize>level << 3), load<u64>(ep + (<usize>i << 3))); found = true; break; }
-      }
-    }
-    if (!found) break;
+  let prev: u32 = 0, h: u64 = 0, level: i32 = 0;
+  while (level < n) {
+    h = pathHash(h, load<u64>(q + (<usize>level << 3)));
+    const node = childFind(p, prev, h);
+    if (node == NONE || !holds(rec(p, node), slot)) break;
+    store<u64>(out + (<usize>level << 3), heldExt);
     level++;
-    if (level >= n) break;
-    node = childOf(p, node, load<u64>(q + (<usize>level << 3)));
+    prev = node;
   }
   return level;
 }

@@ -32,23 +32,16 @@ import { tabFirst, tabNext, tabInsert, tabDelete } from './hashtab';
   return fpOf(load<u64>(r, 0), withA ? load<u64>(r, 8) : 0, load<u32>(r, 16));
 }
 
-/** Fingerprint of the last unsuccessful recGet (see recInsertAfterGet). */
-let lastFp: u32 = 0;
-
 /** Record index with key (local, a, b) in table t of pool p (`withA`: edges), or NONE. */
 export function recGet(t: usize, p: Pool, withA: bool, local: u64, a: u64, b: u32): u32 {
   if (!withA) a = 0;
   const fp = fpOf(local, a, b);
   for (let v = tabFirst(t, fp); v != NONE; v = tabNext()) if (recMatches(rec(p, v), local, a, b, withA)) return v;
-  lastFp = fp;
   return NONE;
 }
 
 /** Insert record v (its key must be absent). */
 export function recInsert(t: usize, p: Pool, withA: bool, v: u32): void { tabInsert(t, recFp(p, v, withA), v); }
-
-/** Insert record v whose key the immediately preceding recGet on this table reported absent. */
-export function recInsertAfterGet(t: usize, v: u32): void { tabInsert(t, lastFp, v); }
 
 /** Remove record v (present). */
 export function recDelete(t: usize, p: Pool, withA: bool, v: u32): void { tabDelete(t, recFp(p, v, withA), v); }

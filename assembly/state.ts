@@ -7,13 +7,11 @@
 //   +-- depth/stamp   u32[slotCap]: match work (stamp == epoch marks a slot touched this match)
 //   +-- last          u64[slotCap]: engine hash at the slot's current continuation point
 //   +-- pos           u32[slotCap]: continuation position; row u32[slotCap]: output row of slot
-import { NONE, TIER_COUNT } from './layout';
+import { NONE, TIER_COUNT, NODE_BYTES, EDGE_BYTES, N_PARENT, N_KIDS, N_KPOS } from './layout';
 import { Pool, poolNew, poolFree, poolAlloc, rec } from './pool';
 import { tabNew, tabFree } from './hashtab';
 import { memAlloc, memAllocZero, memFree } from './mem';
 
-export const NODE_SIZE: u32 = 40;
-export const EDGE_SIZE: u32 = 40;
 
 @unmanaged export class Index {
   p0: Pool; p1: Pool; p2: Pool; p3: Pool;
@@ -97,14 +95,14 @@ export function indexCreate(): i32 {
   for (let h = 0; h < MAX_INDEXES; h++) {
     if (load<usize>(handles + (<usize>h << 2)) != 0) continue;
     const ix = changetype<Index>(memAllocZero(offsetof<Index>()));
-    ix.p0 = newPool(NODE_SIZE, 32);
-    ix.p1 = newPool(EDGE_SIZE, 28);
-    ix.p2 = newPool(EDGE_SIZE, 28);
-    ix.p3 = newPool(EDGE_SIZE, 28);
-    // Node 0 is the root: parent NONE, no holders, never freed.
+    ix.p0 = newPool(NODE_BYTES, <u32>N_KPOS);
+    ix.p1 = newPool(EDGE_BYTES, 28);
+    ix.p2 = newPool(EDGE_BYTES, 28);
+    ix.p3 = newPool(EDGE_BYTES, 28);
+    // Node 0 is the root: path hash 0, parent NONE, no holders, never freed.
     const root = poolAlloc(ix.p0);
-    store<u32>(rec(ix.p0, root), NONE, 16);
-    store<u32>(rec(ix.p0, root), NONE, 28);
+    store<u32>(rec(ix.p0, root), NONE, N_PARENT);
+    store<u32>(rec(ix.p0, root), NONE, N_KIDS);
     ensureSlots(ix, 8);
     store<usize>(handles + (<usize>h << 2), changetype<usize>(ix));
     return h;

@@ -1,13 +1,8 @@
 // Host / disk / external tiers: continuation edges (algorithms §3.2; contract in
-// src/core/index-types.ts). An edge is unique per key (parent engine hash | none, local hash)
-// and records the child engine hash plus its owner slots. No prefix scoring of its own: a match
-// continues each slot from where its device (or previous tier) prefix ended (match.ts).
-//
-//   edge (40 bytes)
-//   +0  local     u64     +8 parentExt u64 (key)    +16 hasParent u32 (key)
-//   +20 count     u32 owners (FREED on the free list)
-//   +24 o0        u32 the owner slot when count == 1, else an owner vector pointer
-//   +28 link      u32 free-list link                +32 childExt u64
+// src/core/index/index-types.ts). An edge is unique per key (parent engine hash | none, local
+// hash) and records the child engine hash plus its owner slots (record layout: layout.ts). No
+// prefix scoring of its own: a match continues each slot from where its device (or previous
+// tier) prefix ended (match.ts).
 import { NONE } from './layout';
 import { Pool, rec, poolAlloc, poolRelease, vecNew, vecGrow, vecCap, vecSlots, vecFree } from './pool';
 import { recGet, recInsert, recDelete } from './rectable';
@@ -40,11 +35,11 @@ function addOwner(p: Pool, e: u32, slot: u32): void {
   } else {
     let v: usize;
     if (c == 1) {
-      v = vecNew(4, false);
+      v = vecNew(4);
       store<u32>(vecSlots(v), load<u32>(r, 24));
     } else {
       v = <usize>load<u32>(r, 24);
-      if (c == vecCap(v)) v = vecGrow(v, c, false);
+      if (c == vecCap(v)) v = vecGrow(v, c);
     }
     store<u32>(vecSlots(v) + (<usize>c << 2), slot);
     store<u32>(r, <u32>v, 24);
@@ -66,7 +61,7 @@ function dropOwner(p: Pool, e: u32, slot: u32): void {
   let i: u32 = 0;
   while (load<u32>(s + (<usize>i << 2)) != slot) i++;
   store<u32>(s + (<usize>i << 2), load<u32>(s + (<usize>(c - 1) << 2)));
-  if (c - 1 == 1) { store<u32>(r, load<u32>(s), 24); vecFree(v, false); }
+  if (c - 1 == 1) { store<u32>(r, load<u32>(s), 24); vecFree(v); }
   store<u32>(r, c - 1, 20);
 }
 

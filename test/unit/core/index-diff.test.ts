@@ -47,6 +47,13 @@ for (const [seed, slots, ops, tiers] of [[101, 200, 2500, true], [102, 200, 2500
   });
 }
 
+// Wide nodes: a root with hundreds of children (child arrays growing and shrinking) and blocks
+// held by hundreds of slots (holder sets switching between their linear and hashed forms).
+CASES.push({
+  name: 'seed 105, 400 slots, 4000 ops, 160 root chains',
+  opts: { seed: 105, slots: 400, ops: 4000, tiers: false, sharedPrefixes: 160, maxDepth: 5, branches: 40, hotSlotBias: 0.05 },
+});
+
 const opsCache = new Map<number, Op[]>();
 function opsOf(c: Case): Op[] {
   let ops = opsCache.get(c.opts.seed);

@@ -150,7 +150,8 @@ export class Wasm {
   private ptrs: number[] = [];
   /** Lower bounds of the scratch regions' capacities (see `reserve`). */
   private readonly caps = new Float64Array(32);
-  private readonly cache = new Map<string, ArrayBufferView>();
+  /** Views by kind * 32 + region (a typed-array cache: no key string per access). */
+  private readonly cache: (ArrayBufferView | undefined)[] = new Array(4 * 32);
 
   constructor(module?: WebAssembly.Module | Uint8Array) {
     let memory: WebAssembly.Memory | null = null;
@@ -185,7 +186,7 @@ export class Wasm {
     const buf = this.exports.memory.buffer as ArrayBuffer;
     if (buf === this.buffer) return;
     this.buffer = buf;
-    this.cache.clear();
+    this.cache.fill(undefined);
     this.ptrs = [];
     for (let r = 0; r < 32; r++) this.ptrs.push(r <= this.L.R_HASH_C ? this.exports.scratchPtr(r) >>> 0 : 0);
   }
@@ -210,23 +211,23 @@ export class Wasm {
     return cap;
   }
 
-  private view<T extends ArrayBufferView>(kind: string, r: number, make: (b: ArrayBuffer, p: number, n: number) => T, size: number): T {
+  private view<T extends ArrayBufferView>(kind: number, r: number, make: (b: ArrayBuffer, p: number, n: number) => T, size: number): T {
     this.refresh();
-    const key = kind + r;
-    let v = this.cache.get(key) as T | undefined;
+    const key = kind * 32 + r;
+    let v = this.cache[key] as T | undefined;
     if (v === undefined) {
       const cap = this.capacity(r);
       v = make(this.buffer as ArrayBuffer, this.ptrs[r], Math.floor(cap / size));
-      this.cache.set(key, v);
+      this.cache[key] = v;
     }
     return v;
   }
 
-  private u64(r: number): BigUint64Array { return this.view('q', r, (b, p, n) => new BigUint64Array(b, p, n), 8); }
+  private u64(r: number): BigUint64Array { return this.view(0, r, (b, p, n) => new BigUint64Array(b, p, n), 8); }
   /** For u64 regions, element 2i is the low word of value i. */
-  private u32(r: number): Uint32Array { return this.view('u', r, (b, p, n) => new Uint32Array(b, p, n), 4); }
-  private f64(r: number): Float64Array { return this.view('d', r, (b, p, n) => new Float64Array(b, p, n), 8); }
-  private u8(r: number): Uint8Array { return this.view('b', r, (b, p, n) => new Uint8Array(b, p, n), 1); }
+  private u32(r: number): Uint32Array { return this.view(1, r, (b, p, n) => new Uint32Array(b, p, n), 4); }
+  private f64(r: number): Float64Array { return this.view(2, r, (b, p, n) => new Float64Array(b, p, n), 8); }
+  private u8(r: number): Uint8Array { return this.view(3, r, (b, p, n) => new Uint8Array(b, p, n), 1); }
 
   // ---- sizing (cold; each may grow memory, so take views after them) ----
 

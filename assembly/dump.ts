@@ -7,7 +7,7 @@
 // while the BFS runs (slots are dense small integers, so the bit is free), and the marks are
 // cleared before returning. A node's local hash is recovered from its path hash (radix.ts).
 import { NONE, FREED, N_HASH, N_EXT0, N_PARENT, N_HOLD, N_KIDS } from './layout';
-import { Pool, rec, vecSlots } from './pool';
+import { Pool, rec, rec32, vecSlots } from './pool';
 import { Index, pool } from './state';
 import { localOf } from './radix';
 import { MARK, setFind, setSlotAt, setExtAt, setCount, setSlots } from './holders';
@@ -38,7 +38,7 @@ function reachableHolder(pr: usize, slot: u32): bool {
 
 /** Append node n's children to the queue; returns the new tail. */
 function pushKids(p: Pool, n: u32, queue: usize, tail: u32): u32 {
-  const k = load<u32>(rec(p, n), N_KIDS);
+  const k = load<u32>(rec32(p, n), N_KIDS);
   if (k == NONE) return tail;
   if ((k & 1) != 0) { store<u32>(queue + (<usize>tail << 2), k >> 1); return tail + 1; }
   const c = load<u32>(<usize>k);
@@ -52,7 +52,7 @@ function pushKids(p: Pool, n: u32, queue: usize, tail: u32): u32 {
  */
 function emitNode(p: Pool, n: u32, r: usize, k: u32, out32: usize, out64: usize): u32 {
   const parent = load<u32>(r, N_PARENT);
-  const pr = rec(p, parent);
+  const pr = rec32(p, parent);
   const local = localOf(load<u64>(r, N_HASH), load<u64>(pr, N_HASH));
   const h = load<u32>(r, N_HOLD);
   if ((h & 1) != 0) {
@@ -81,12 +81,12 @@ export function dumpDevice(ix: Index, queue: usize, out32: usize, out64: usize):
   let tail = pushKids(p, 0, queue, 0);
   while (head < tail) {
     const n = load<u32>(queue + (<usize>(head++) << 2));
-    k = emitNode(p, n, rec(p, n), k, out32, out64);
+    k = emitNode(p, n, rec32(p, n), k, out32, out64);
     tail = pushKids(p, n, queue, tail);
   }
   // Clear the marks.
   for (let i: u32 = 0; i < tail; i++) {
-    const r = rec(p, load<u32>(queue + (<usize>i << 2)));
+    const r = rec32(p, load<u32>(queue + (<usize>i << 2)));
     const h = load<u32>(r, N_HOLD);
     if ((h & 1) != 0) { store<u32>(r, h & ~MARK, N_HOLD); continue; }
     const v = <usize>h, span = setCount(v);

@@ -148,7 +148,8 @@ export function matchQuery(h: i32, n: i32): i32 {
   const ix = indexOf(h);
   if (changetype<usize>(ix) == 0) return ST_BAD_INDEX;
   if (regionCap(R_OUT_SLOT) < (<usize>ix.slotCap << 2)) return ST_BAD_SLOT;
-  return matchInto(ix, regionPtr(R_HASH_A), n, regionPtr(R_OUT_SLOT), regionPtr(R_OUT_DEV),
+  const path = reserve(R_TMP, (<usize>max(n, 0) << 2) + 4);
+  return matchInto(ix, regionPtr(R_HASH_A), n, path, regionPtr(R_OUT_SLOT), regionPtr(R_OUT_DEV),
     regionPtr(R_OUT_HOST), regionPtr(R_OUT_DISK), regionPtr(R_OUT_EXTN));
 }
 
@@ -179,6 +180,12 @@ export function treeSize(h: i32, slot: i32, tier: i32): i32 {
 export function holdingCount(h: i32, tier: i32): i32 {
   const ix = indexOf(h);
   return changetype<usize>(ix) == 0 ? 0 : <i32>holdings(ix, tier);
+}
+
+/** Device holdings whose slot does not hold the node's parent (0: the match's fast walk applies). */
+export function orphanCount(h: i32): i32 {
+  const ix = indexOf(h);
+  return changetype<usize>(ix) == 0 ? 0 : <i32>ix.orphans;
 }
 
 /** Live records of a tier (tree nodes without the root, or edges). */

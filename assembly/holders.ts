@@ -11,7 +11,7 @@
 // [count | cap | nodes u32 x cap]; a child's kpos is its index there, so unlinking is O(1).
 import { NONE, N_EXT0, N_HOLD, N_KIDS, N_KPOS } from './layout';
 import { memAlloc, memFree } from './mem';
-import { Pool, rec } from './pool';
+import { Pool, rec32 } from './pool';
 
 const LINEAR_MAX: u32 = 8;
 /** Dump marks (dump.ts): bit 31 of a slot entry, or of a single-holder hold word. */
@@ -213,7 +213,7 @@ export function addKid(p: Pool, pr: usize, c: u32, cr: usize): void {
     store<u32>(a, 1, 0);
     store<u32>(a, 4, 4);
     store<u32>(a + 8, k >> 1);
-    store<u32>(rec(p, k >> 1), 0, N_KPOS);
+    store<u32>(rec32(p, k >> 1), 0, N_KPOS);
   } else {
     a = <usize>k;
     const cap = load<u32>(a, 4);
@@ -240,7 +240,7 @@ export function dropKid(p: Pool, pr: usize, cr: usize): void {
   const i = load<u32>(cr, N_KPOS);
   const last = load<u32>(a + 8 + (<usize>n << 2));
   store<u32>(a + 8 + (<usize>i << 2), last);
-  store<u32>(rec(p, last), i, N_KPOS);
+  store<u32>(rec32(p, last), i, N_KPOS);
   store<u32>(a, n, 0);
   if (n == 1) {
     store<u32>(pr, (load<u32>(a + 8) << 1) | 1, N_KIDS);

@@ -54,6 +54,11 @@ export function poolFree(p: Pool): void {
   return load<usize>(p.dir + (<usize>(i >> SEG_BITS) << 2)) + <usize>(i & SEG_MASK) * p.size;
 }
 
+/** rec() for a pool of 32-byte records (device nodes): the size is a shift, not a load. */
+@inline export function rec32(p: Pool, i: u32): usize {
+  return load<usize>(p.dir + (<usize>(i >> SEG_BITS) << 2)) + (<usize>(i & SEG_MASK) << 5);
+}
+
 /** A zeroed record index (may add a segment; no record moves). */
 export function poolAlloc(p: Pool): u32 {
   let i = p.free;

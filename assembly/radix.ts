@@ -13,9 +13,12 @@
 // Invariant: every non-root node has at least one holder. A node losing its last holder takes
 // its subtree with it (nothing below is reachable for anyone), so memory is reclaimed at once.
 import { NONE, FREED, ST_PARENT_NOT_FOUND, N_HASH, N_EXT0, N_PARENT, N_HOLD, N_KIDS } from './layout';
-import { Pool, rec, poolAlloc, poolRelease } from './pool';
+import { Pool, rec32, poolAlloc, poolRelease } from './pool';
 import { mix64 } from './rectable';
-import { tabFirst, tabNext, tabInsert, tabInsertAt, tabDelete, tabDeleteAt, tabValues, tabReset, tabCount, tabHomeAddr, probeEnd } from './hashtab';
+import {
+  tabFirst, tabNext, tabInsert, tabInsertAt, tabDelete, tabDeleteAt, tabValues, tabReset, tabCount, tabHomeAddr, tabBucket,
+  bCells, bHome, bMask, probeEnd,
+} from './hashtab';
 import { Index, slotMap, addHoldings } from './state';
 import {
   holds, heldExt, setHeldExt, addHolder, dropHolder, setSlotAt, setExtAt, setCount, setFree, lastKid,
@@ -53,29 +56,49 @@ export function localOf(h: u64, ph: u64): u64 {
 /** Fingerprint of an engine hash in a slot's lookup. */
 @inline export function extFp(ext: u64): u32 { return <u32>(mix64(ext) >> 32); }
 
-@inline export function nHash(p: Pool, n: u32): u64 { return load<u64>(rec(p, n), N_HASH); }
-@inline export function nParent(p: Pool, n: u32): u32 { return load<u32>(rec(p, n), N_PARENT); }
+@inline export function nHash(p: Pool, n: u32): u64 { return load<u64>(rec32(p, n), N_HASH); }
+@inline export function nParent(p: Pool, n: u32): u32 { return load<u32>(rec32(p, n), N_PARENT); }
 
 /** Child of node `parent` with path hash h, or NONE. */
 export function childFind(p: Pool, parent: u32, h: u64): u32 {
   for (let v = tabFirst(p.table, hashFp(h)); v != NONE; v = tabNext()) {
-    const r = rec(p, v);
+    const r = rec32(p, v);
     if (load<u32>(r, N_PARENT) == parent && load<u64>(r, N_HASH) == h) return v;
   }
   return NONE;
 }
 
+/**
+ * childFind in the child-table bucket b that prefetchChildren found for h (valid while no
+ * bucket has split since: during a match, nothing changes).
+ */
+export function childFindIn(p: Pool, parent: u32, h: u64, b: usize): u32 {
+  const fp = hashFp(h), c = bCells(b), mask = bMask(b);
+  let i = bHome(b, fp);
+  while (true) {
+    const w = load<u64>(c + (<usize>i << 3));
+    const v = <u32>w;
+    if (v == NONE) return NONE;
+    if (<u32>(w >> 32) == fp) {
+      const r = rec32(p, v);
+      if (load<u32>(r, N_PARENT) == parent && load<u64>(r, N_HASH) == h) return v;
+    }
+    i = (i + 1) & mask;
+  }
+}
+
 /** The node `slot` holds under `ext` (its lookup m), or NONE: candidates verified at their holder entry. */
 export function slotFind(p: Pool, m: usize, slot: u32, ext: u64): u32 {
-  for (let v = tabFirst(m, extFp(ext)); v != NONE; v = tabNext()) if (holds(rec(p, v), slot) && heldExt == ext) return v;
+  for (let v = tabFirst(m, extFp(ext)); v != NONE; v = tabNext()) if (holds(rec32(p, v), slot) && heldExt == ext) return v;
   return NONE;
 }
 
 /** Sink of the prefetching loads (kept, so the optimiser cannot drop them). */
 let sink: u64 = 0;
 export function holdSink(x: u64): void { sink ^= x; }
-/** Path hashes of the chunk in hand, and the addresses of the home cells its probes start at. */
+/** Path hashes of the chunk in hand, the child-table buckets they fall in, and their home cells' addresses. */
 export const chunkHashes = memory.data(CHUNK * 8);
+export const chunkBuckets = memory.data(CHUNK * 4);
 const chunkCells = memory.data(CHUNK * 4);
 
 /**
@@ -89,13 +112,15 @@ export function prefetchChildren(p: Pool, h: u64, locals: usize, base: i32, end:
   for (let i = base; i < end; i++) {
     h = pathHash(h, load<u64>(locals + (<usize>i << 3)));
     store<u64>(chunkHashes + (<usize>(i - base) << 3), h);
-    const cell = tabHomeAddr(ct, hashFp(h));
+    const b = tabBucket(ct, hashFp(h));
+    const cell = bCells(b) + (<usize>bHome(b, hashFp(h)) << 3);
+    store<u32>(chunkBuckets + (<usize>(i - base) << 2), <u32>b);
     store<u32>(chunkCells + (<usize>(i - base) << 2), <u32>cell);
     acc ^= load<u64>(cell);
   }
   for (let i = 0; i < end - base; i++) {
     const w = load<u64>(<usize>load<u32>(chunkCells + (<usize>i << 2)));
-    if (<u32>w != NONE) acc ^= load<u64>(rec(p, <u32>w), N_HASH);
+    if (<u32>w != NONE) acc ^= load<u64>(rec32(p, <u32>w), N_HASH);
   }
   sink ^= acc;
   return h;
@@ -104,39 +129,88 @@ export function prefetchChildren(p: Pool, h: u64, locals: usize, base: i32, end:
 /** A new child of `parent` with path hash h; `end`: where childFind's probe for it ended. */
 function createChild(p: Pool, parent: u32, h: u64, end: u64): u32 {
   const n = poolAlloc(p);
-  const r = rec(p, n);
+  const r = rec32(p, n);
   store<u64>(r, h, N_HASH);
   store<u32>(r, parent, N_PARENT);
   store<u32>(r, NONE, N_KIDS);
-  addKid(p, rec(p, parent), n, r);
+  addKid(p, rec32(p, parent), n, r);
   tabInsertAt(p.table, end, hashFp(h), n);
   return n;
 }
 
-/** Delete every holder's lookup entry for node n and free its holder set. */
-function releaseHolders(ix: Index, r: usize, n: u32): void {
+// --- orphans: device holdings (slot, node) whose slot does not hold the node's parent. A store
+// never makes one (it extends a chain the slot holds); a remove of a node that the slot holds
+// children of does. While there are none, every slot's holdings along a path are a prefix of it,
+// which the match's fast walk relies on (match.ts); the count is kept exact here. ---
+
+/** Whether `slot` holds the parent of node record r (the root counts as held by every slot). */
+@inline function parentHeld(p: Pool, r: usize, slot: u32): bool {
+  const parent = load<u32>(r, N_PARENT);
+  return parent == 0 || holds(rec32(p, parent), slot);
+}
+
+/** How many children of node record r `slot` holds. */
+function heldKids(p: Pool, r: usize, slot: u32): u32 {
+  const k = load<u32>(r, N_KIDS);
+  if (k == NONE) return 0;
+  if ((k & 1) != 0) return holds(rec32(p, k >> 1), slot) ? 1 : 0;
+  const a = <usize>k, n = load<u32>(a);
+  let c: u32 = 0;
+  for (let i: u32 = 0; i < n; i++) if (holds(rec32(p, load<u32>(a + 8 + (<usize>i << 2))), slot)) c++;
+  return c;
+}
+
+/**
+ * `slot` drops node n (record r), which it holds: the holder entry goes (the caller removed the
+ * lookup entry), the orphan count follows, and a node left without holders goes with its subtree.
+ */
+function dropHolding(ix: Index, p: Pool, n: u32, r: usize, slot: u32): void {
+  addHoldings(ix, 0, -1);
+  if (ix.orphans > 0 && !parentHeld(p, r, slot)) ix.orphans--;
+  if (dropHolder(r, slot) > 0) ix.orphans += heldKids(p, r, slot);
+  else deleteSubtree(ix, p, n, slot);
+}
+
+/** Delete every holder's lookup entry for node n and free its holder set; `wasOrphan`: see deleteSubtree. */
+function releaseHolders(ix: Index, p: Pool, r: usize, n: u32, top: u32, dropper: u32): void {
   const h = load<u32>(r, N_HOLD);
+  const count = ix.orphans > 0;
   if ((h & 1) != 0) {
-    tabDelete(slotMap(ix, h >> 1, 0), extFp(load<u64>(r, N_EXT0)), n);
+    const s = h >> 1;
+    tabDelete(slotMap(ix, s, 0), extFp(load<u64>(r, N_EXT0)), n);
+    if (count && wasOrphan(p, r, top, dropper, s)) ix.orphans--;
     addHoldings(ix, 0, -1);
   } else if (h != 0) {
     const v = <usize>h, c = setCount(v);
-    for (let i: u32 = 0; i < c; i++) tabDelete(slotMap(ix, setSlotAt(v, i), 0), extFp(setExtAt(v, i)), n);
+    for (let i: u32 = 0; i < c; i++) {
+      const s = setSlotAt(v, i);
+      tabDelete(slotMap(ix, s, 0), extFp(setExtAt(v, i)), n);
+      if (count && wasOrphan(p, r, top, dropper, s)) ix.orphans--;
+    }
     setFree(v);
     addHoldings(ix, 0, -<i32>c);
   }
   store<u32>(r, 0, N_HOLD);
 }
 
-/** Delete node n (no holders left) and its whole subtree, post-order, without a stack. */
-function deleteSubtree(ix: Index, p: Pool, n: u32): void {
+/**
+ * Was (s, node r) an orphan before `dropper` dropped `top`, the cascade's root? Below top the
+ * parent still has its holders (the cascade goes post-order); top's only holder was the dropper.
+ */
+@inline function wasOrphan(p: Pool, r: usize, top: u32, dropper: u32, s: u32): bool {
+  const parent = load<u32>(r, N_PARENT);
+  return parent == top ? s != dropper : !holds(rec32(p, parent), s);
+}
+
+/** Delete node n (its last holder, `dropper`, just left) and its whole subtree, post-order, without a stack. */
+function deleteSubtree(ix: Index, p: Pool, n: u32, dropper: u32): void {
   let cur = n;
   while (true) {
-    let r = rec(p, cur);
-    while (load<u32>(r, N_KIDS) != NONE) { cur = lastKid(r); r = rec(p, cur); }
+    let r = rec32(p, cur);
+    while (load<u32>(r, N_KIDS) != NONE) { cur = lastKid(r); r = rec32(p, cur); }
     const parent = load<u32>(r, N_PARENT);
-    releaseHolders(ix, r, cur);
-    dropKid(p, rec(p, parent), r);
+    releaseHolders(ix, p, r, cur, n, dropper);
+    dropKid(p, rec32(p, parent), r);
     tabDelete(p.table, hashFp(load<u64>(r, N_HASH)), cur);
     poolRelease(p, cur);
     if (cur == n) return;
@@ -177,11 +251,11 @@ export function deviceStore(ix: Index, slot: u32, hasParent: bool, parent: u64, 
       }
       if (child == NONE) {
         child = createChild(p, cur, hh, probeEnd());
-        addHolder(rec(p, child), slot, ext);
+        addHolder(rec32(p, child), slot, ext);
         addHoldings(ix, 0, 1);
         tabInsertAt(m, heldEnd, extFp(ext), child);
       } else {
-        const r = rec(p, child);
+        const r = rec32(p, child);
         if (holds(r, slot)) {
           tabDelete(m, extFp(heldExt), child); // re-key: same node, new engine hash
           setHeldExt(r, slot, ext);
@@ -190,6 +264,7 @@ export function deviceStore(ix: Index, slot: u32, hasParent: bool, parent: u64, 
           addHolder(r, slot, ext);
           addHoldings(ix, 0, 1);
           tabInsertAt(m, heldEnd, extFp(ext), child);
+          if (ix.orphans > 0) ix.orphans -= heldKids(p, r, slot); // its held children have their parent again
         }
       }
       cur = child;
@@ -216,14 +291,14 @@ export function deviceRemove(ix: Index, slot: u32, exts: usize, n: i32): i32 {
     }
     for (let i = 0; i < end - base; i++) {
       const w = load<u64>(<usize>load<u32>(chunkCells + (<usize>i << 2)));
-      if (<u32>w != NONE) acc ^= load<u64>(rec(p, <u32>w), N_EXT0);
+      if (<u32>w != NONE) acc ^= load<u64>(rec32(p, <u32>w), N_EXT0);
     }
     for (let i = 0; i < end - base; i++) {
       const w = load<u64>(<usize>load<u32>(chunkCells + (<usize>i << 2)));
       if (<u32>w == NONE) continue;
-      const r = rec(p, <u32>w);
+      const r = rec32(p, <u32>w);
       const parent = load<u32>(r, N_PARENT);
-      if (parent != NONE && parent != FREED) acc ^= <u64>load<u32>(rec(p, parent), N_KIDS);
+      if (parent != NONE && parent != FREED) acc ^= <u64>load<u32>(rec32(p, parent), N_KIDS);
       acc ^= load<u64>(tabHomeAddr(ct, hashFp(load<u64>(r, N_HASH))));
     }
     for (let i = base; i < end; i++) {
@@ -232,8 +307,7 @@ export function deviceRemove(ix: Index, slot: u32, exts: usize, n: i32): i32 {
       if (node == NONE) continue;
       tabDeleteAt(m, probeEnd());
       found++;
-      addHoldings(ix, 0, -1);
-      if (dropHolder(rec(p, node), slot) == 0) deleteSubtree(ix, p, node);
+      dropHolding(ix, p, node, rec32(p, node), slot);
     }
   }
   sink ^= acc;
@@ -254,9 +328,8 @@ export function deviceClear(ix: Index, slot: u32, work: usize): void {
   tabReset(m);
   for (let i: u32 = 0; i < k; i++) {
     const node = load<u32>(work + (<usize>i << 2));
-    const r = rec(p, node);
+    const r = rec32(p, node);
     if (load<u32>(r, N_HOLD) == FREED || !holds(r, slot)) continue;
-    addHoldings(ix, 0, -1);
-    if (dropHolder(r, slot) == 0) deleteSubtree(ix, p, node);
+    dropHolding(ix, p, node, r, slot);
   }
 }

@@ -7,6 +7,7 @@
 //   +-- depth/stamp   u32[slotCap]: match work (stamp == epoch marks a slot touched this match)
 //   +-- last          u64[slotCap]: engine hash at the slot's current continuation point
 //   +-- pos           u32[slotCap]: continuation position; row u32[slotCap]: output row of slot
+//   +-- orphans       device holdings (slot, node) where the slot does not hold node's parent
 import { NONE, TIER_COUNT, NODE_BYTES, EDGE_BYTES, N_PARENT, N_KIDS, N_KPOS } from './layout';
 import { Pool, poolNew, poolFree, poolAlloc, rec } from './pool';
 import { tabNew, tabFree } from './hashtab';
@@ -24,6 +25,7 @@ import { memAlloc, memAllocZero, memFree } from './mem';
   row: usize;
   epoch: u32;
   h0: u32; h1: u32; h2: u32; h3: u32;   // holdings per tier (sum of lookup sizes)
+  orphans: u32;   // device holdings whose slot does not hold the node's parent (radix.ts)
 }
 
 @inline export function pool(ix: Index, tier: i32): Pool {

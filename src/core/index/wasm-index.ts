@@ -75,6 +75,8 @@ export class WasmPrefixIndex implements PrefixIndexModel {
   /** Live tree nodes / edges of a tier. */
   recordCount(tier: Tier): number { return this.x.recordCount(this.handle, tier); }
   holdingCount(tier: Tier): number { return this.x.holdingCount(this.handle, tier); }
+  /** Device holdings whose worker does not hold the block's parent (see assembly/radix.ts). */
+  orphanCount(): number { return this.x.orphanCount(this.handle); }
 
   // ---- cold surface (PrefixIndexModel) ----
   store(slot: number, tier: Tier, parent: bigint | null, blocks: readonly BlockRef[]): number {

@@ -62,6 +62,8 @@ export interface WasmExports {
   treeSize(handle: number, slot: number, tier: number): number;
   holdingCount(handle: number, tier: number): number;
   recordCount(handle: number, tier: number): number;
+  /** Device holdings whose slot does not hold the node's parent (0: the match's fast walk applies). */
+  orphanCount(handle: number): number;
   /** Dump rows of a tier into R_OUT_U32A (slot, hasParent) and R_DUMP_U64 (ext, parent, local). */
   dumpRows(handle: number, tier: number): number;
   // --- allocator (assembly/mem.ts) ---

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { Tier } from '../../../src/core/index/index-types.js';
 import type { Holding, MatchRow, PrefixIndexModel } from '../../../src/core/index/index-types.js';
 import { ReferenceIndex } from '../../reference/index-model.js';
-import { randomWorkload } from '../../reference/workload.js';
+import { applyOp, randomWorkload } from '../../reference/workload.js';
 import type { Op, WorkloadOptions } from '../../reference/workload.js';
 import { parseMooncake, replayMooncake } from '../../reference/mooncake.js';
 import type { MooncakeRequest } from '../../reference/mooncake.js';
@@ -111,6 +111,28 @@ describe('wasm vs reference', () => {
       release(wasm);
     }
   });
+});
+
+describe('wasm orphan count (the fast match walk applies at 0) against the reference', () => {
+  // A holding is an orphan when its slot does not hold the block's parent; the wasm index keeps
+  // the count incrementally (stores, removes, cascades, clears) and must agree after every op.
+  for (const c of CASES.filter((x) => [3, 4, 7, 101, 105].includes(x.opts.seed))) {
+    it(c.name, () => {
+      const ref = new ReferenceIndex(), wasm = new WasmPrefixIndex();
+      let closedMatches = 0;
+      try {
+        for (const [i, o] of opsOf(c).entries()) {
+          applyOp(ref, o);
+          applyOp(wasm, o);
+          assert.equal(wasm.orphanCount(), ref.orphanCount(), `after op ${i} (${o.op})`);
+          if (o.op === 'match' && ref.orphanCount() === 0) closedMatches++;
+        }
+      } finally {
+        wasm.destroy();
+      }
+      assert.ok(closedMatches > 0, 'some matches ran the fast walk');
+    });
+  }
 });
 
 describe('reference vs reference (harness self-check)', () => {

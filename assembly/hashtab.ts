@@ -25,6 +25,10 @@ import { memAlloc, memFree, memRealloc } from './mem';
 const MIN_BITS: u32 = 3;
 const MAX_BITS: u32 = 9;
 const EMPTY: u64 = 0xFFFFFFFFFFFFFFFF;
+/** A bucket grows when an insert would take it past LOAD_NUM / LOAD_DEN of its cells. */
+const LOAD_NUM: u32 = 4, LOAD_DEN: u32 = 5;
+
+@inline function full(b: usize): bool { return (bCount(b) + 1) * LOAD_DEN > (LOAD_NUM << bBits(b)); }
 
 @inline function tDir(t: usize): usize { return load<usize>(t, 0); }
 @inline function tMask(t: usize): u32 { return load<u32>(t, 4); }
@@ -217,7 +221,7 @@ function grow(t: usize, b: usize): void {
 /** Insert (fp, val); the caller knows val is not in the table. May grow one bucket. */
 export function tabInsert(t: usize, fp: u32, val: u32): void {
   let b = tabBucket(t, fp);
-  if ((bCount(b) + 1) * 5 > (<u32>4 << bBits(b))) {
+  if (full(b)) {
     grow(t, b);
     b = tabBucket(t, fp);
   }
@@ -232,7 +236,7 @@ export function tabInsert(t: usize, fp: u32, val: u32): void {
  */
 export function tabInsertAt(t: usize, end: u64, fp: u32, val: u32): void {
   const b = <usize>(end >> 32);
-  if ((bCount(b) + 1) * 5 > (<u32>4 << bBits(b))) { tabInsert(t, fp, val); return; }
+  if (full(b)) { tabInsert(t, fp, val); return; }
   store<u64>(bCells(b) + (<usize>(<u32>end) << 3), (<u64>fp << 32) | <u64>val);
   setCount(b, bCount(b) + 1);
   store<u32>(t, tabCount(t) + 1, 8);

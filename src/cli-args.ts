@@ -5,6 +5,7 @@
  * config schema (`--router-tracking-hash`) and the service builder (ports, affinity TTL) are
  * checked there, with messages that name the same flags.
  */
+import { DEFAULT_MAX_MESSAGE_BYTES } from './service/kv-events/ingress.js';
 import type { RouterConfig } from './core/config/config.js';
 import { validateZmqEndpoint } from './service/zmq-endpoint.js';
 
@@ -30,6 +31,8 @@ export interface CliOptions {
   readonly sessionAffinity: { readonly ttlSecs: number; readonly mode: 'hard' | 'soft' } | null;
   readonly logLevel: LogLevel;
   readonly workersFile: string | null;
+  /** KV-event messages above this size are dropped and counted. */
+  readonly kvEventsMaxMessageBytes: number;
 }
 
 /** Invalid command line; `problems` holds one line per problem, each naming its flag. */
@@ -60,6 +63,7 @@ export const FLAGS: readonly Flag[] = [
   { name: '--session-affinity-mode', value: 'MODE', default: 'hard', help: 'hard or soft (needs --session-affinity-ttl-secs)' },
   { name: '--log-level', value: 'LEVEL', default: 'info', help: LOG_LEVELS.join(', ') },
   { name: '--workers-file', value: 'PATH', default: 'none', help: 'JSON array of worker records to keep the catalog in sync with' },
+  { name: '--kv-events-max-message-bytes', value: 'N', default: '67108864', help: 'KV-event messages above this size are dropped (and counted)' },
   { name: '--help', default: '', help: 'print this help and exit (also -h)' },
   { name: '--version', default: '', help: 'print the version and exit (also -V)' },
 ];
@@ -159,6 +163,7 @@ export function parseCliArgs(argv: readonly string[]): CliOptions {
     sessionAffinity: ttl === null ? null : { ttlSecs: ttl, mode: mode === 'soft' ? 'soft' : 'hard' },
     logLevel: logLevel as LogLevel,
     workersFile: str('--workers-file'),
+    kvEventsMaxMessageBytes: num('--kv-events-max-message-bytes', true, 1) ?? DEFAULT_MAX_MESSAGE_BYTES,
   };
   if (problems.length > 0) throw new CliError(problems);
   return Object.freeze(opts);

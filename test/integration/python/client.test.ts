@@ -80,3 +80,11 @@ test('the Python client suite passes against real services', async (t) => {
   assert.doesNotMatch(output, /skipped/i, `with every service up, no Python test may skip:\n${output}`);
   t.diagnostic(`python: ${ran[1]} tests`);
 });
+
+test('examples/ray_serve_router.py is valid Python (syntax only: Ray is not installed here, so it is not run)', (t) => {
+  const missing = pythonMissing();
+  if (missing) { t.skip(missing); return; }
+  const r = spawnSync(PYTHON, ['-c', 'import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])', 'examples/ray_serve_router.py'],
+    { cwd: root, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+});

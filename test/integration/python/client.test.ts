@@ -10,13 +10,14 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startService, type ServiceProcess } from '../../support/service-process.js';
 import { freePort } from '../../support/ports.js';
+import { runProcess } from '../../support/run-process.js';
 
 // compiled to build/dist/test/integration/python/: five levels up is the project root
 const root = join(dirname(fileURLToPath(import.meta.url)), '../../../../..');
@@ -38,19 +39,11 @@ const POLICY = [
   '  - {name: latency, quantum: 1, prefill_busy_threshold: 0, request_queue_limit_per_worker: 0}',
 ].join('\n');
 
-/** Runs the unittest suite; resolves with its exit code and output. */
-function runUnittest(env: Record<string, string>, timeoutMs: number): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(PYTHON, ['-m', 'unittest', 'discover', '-s', 'clients/python/tests', '-v'], {
-      cwd: root, env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', PYTHONUNBUFFERED: '1', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => { output += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { output += d.toString(); });
-    const timer = setTimeout(() => { output += `\n[killed after ${timeoutMs} ms]`; child.kill('SIGKILL'); }, timeoutMs);
-    child.once('close', (code) => { clearTimeout(timer); resolve({ code, output }); });
-  });
+/** Runs the unittest suite (`-v`: one line per test in the output). */
+async function runUnittest(env: Record<string, string>, timeoutMs: number): Promise<{ code: number | null; output: string }> {
+  const r = await runProcess(PYTHON, ['-m', 'unittest', 'discover', '-s', 'clients/python/tests', '-v'], root, timeoutMs,
+    { ...process.env, PYTHONDONTWRITEBYTECODE: '1', PYTHONUNBUFFERED: '1', ...env });
+  return { code: r.code, output: `${r.stdout}${r.stderr}` };
 }
 
 test('the Python client suite passes against real services', async (t) => {

@@ -3,15 +3,20 @@ bookings feed the approximate index; replica sync enabled). Each test uses its o
 worker ids: the service is shared by the whole run."""
 from __future__ import annotations
 
+import dataclasses
+import typing
 import unittest
-from typing import Any, List
+from typing import Any, Dict, List, Optional, Set, Tuple, Type
 
 from _support import SERVICE_URL, needs, toks, unique, unique_id
 
 from select_service_client import (
-    I64_MIN, U64_MAX, AffinityTarget, PinnedWorker, ReservationRequest, RouterConfigOverride, RoutingConstraints,
-    SelectRequest, SelectServiceClient, SelectServiceError, SessionContext, WorkerRecord, to_u64,
+    I64_MIN, U64_MAX, AffinityTarget, ModelLoad, OverlapScores, PinnedWorker, PotentialLoad, PromptQuery, ReadyResponse,
+    ReservationRequest, ReservationResponse, RouterConfigOverride, RoutingConstraints, SelectAndReserveRequest,
+    SelectRequest, SelectResponse, SelectServiceClient, SelectServiceError, SessionContext, WorkerPatch, WorkerRecord,
+    WorkerRequest, to_u64,
 )
+from select_service_client._wire import Wire
 
 
 @needs(SERVICE_URL, "SELECT_SERVICE_URL")
@@ -218,6 +223,93 @@ class Selection(ServiceTest):
         self.assert_status(404, self.client.create_reservation, selection_id=unique("never"), model_name=self.model)
         self.assert_status(404, self.client.prefill_complete, unique("never"))
         self.assert_status(404, self.client.output_block, unique("never"))
+
+
+# (path, method, request type, response type) of every route with a typed body
+TYPED_ROUTES: List[Tuple[str, str, Optional[Type[Wire]], Type[Wire]]] = [
+    ("/workers", "post", WorkerRequest, WorkerRecord),
+    ("/workers", "get", None, WorkerRecord),
+    ("/workers/{worker_id}", "patch", WorkerPatch, WorkerRecord),
+    ("/workers/{worker_id}", "delete", None, WorkerRecord),
+    ("/ready", "get", None, ReadyResponse),
+    ("/select", "post", SelectRequest, SelectResponse),
+    ("/select_and_reserve", "post", SelectAndReserveRequest, SelectResponse),
+    ("/reservations", "post", ReservationRequest, ReservationResponse),
+    ("/loads", "get", None, ModelLoad),
+    ("/potential_loads", "post", PromptQuery, PotentialLoad),
+    ("/overlap_scores", "post", PromptQuery, OverlapScores),
+]
+
+
+class OpenApiDocument(ServiceTest):
+    """The dataclasses against the service's own document: every field the client declares is a
+    documented field (no invented or misspelt names), and the client can send every documented
+    request field. Response fields the service documents beyond the dataclasses are allowed (they
+    land in ``.extra``)."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.doc = self.client.openapi()
+
+    def resolve(self, schema: Dict[str, Any]) -> Dict[str, Any]:
+        """A schema with $ref followed, arrays unwrapped to their items, and the properties of
+        allOf/anyOf/oneOf variants merged."""
+        while True:
+            if "$ref" in schema:
+                node: Any = self.doc
+                for part in schema["$ref"].lstrip("#/").split("/"):
+                    node = node[part]
+                schema = node
+            elif schema.get("type") == "array" and "items" in schema:
+                schema = schema["items"]
+            else:
+                break
+        props = dict(schema.get("properties", {}))
+        for key in ("allOf", "anyOf", "oneOf"):
+            for variant in schema.get(key, []):
+                props.update(self.resolve(variant).get("properties", {}))
+        return {"properties": props}
+
+    def fields(self, cls: Type[Wire]) -> Dict[str, Any]:
+        hints = typing.get_type_hints(cls)
+        return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.name != "extra"}
+
+    @staticmethod
+    def wire_type(tp: Any) -> Optional[Type[Wire]]:
+        """The wire class inside Optional[...] / List[...], if any."""
+        for _ in range(3):
+            if isinstance(tp, type) and issubclass(tp, Wire):
+                return tp
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            if not args:
+                return None
+            tp = args[-1]
+        return None
+
+    def compare(self, schema: Dict[str, Any], cls: Type[Wire], where: str, request: bool, seen: Set[str]) -> None:
+        documented = self.resolve(schema)["properties"]
+        if not documented and where.count(".") > 0:
+            return  # a nested value the document leaves untyped: nothing to compare
+        declared = self.fields(cls)
+        self.assertEqual(sorted(set(declared) - set(documented)), [], f"{where}: {cls.__name__} fields the service does not document")
+        if request:
+            self.assertEqual(sorted(set(documented) - set(declared)), [], f"{where}: request fields {cls.__name__} cannot send")
+        for name, tp in declared.items():
+            inner = self.wire_type(tp)
+            key = f"{where}.{name}"
+            if inner is not None and inner.__name__ != "KvEventData" and key not in seen:
+                seen.add(key)
+                self.compare(documented[name], inner, key, request, seen)
+
+    def test_the_dataclasses_match_the_document(self) -> None:
+        for path, method, req, resp in TYPED_ROUTES:
+            op = self.doc["paths"][path][method]
+            if req is not None:
+                body = op["requestBody"]["content"]["application/json"]["schema"]
+                self.compare(body, req, f"{method.upper()} {path} request", True, set())
+            status = min(code for code in op["responses"] if code.startswith("2"))
+            schema = op["responses"][status]["content"]["application/json"]["schema"]
+            self.compare(schema, resp, f"{method.upper()} {path} {status}", False, set())
 
 
 class Peers(ServiceTest):

@@ -168,3 +168,17 @@ test('a booking with a kv_hint and a dump of the event-driven index fit the docu
   const seen = observed.filter((o) => o.route === '/select_and_reserve' || o.route === '/dump').map((o) => `${o.route} ${o.status}`);
   assert.deepEqual(seen.slice(-2), ['/select_and_reserve 200', '/dump 200'], 'both responses went through the document check');
 });
+
+test('docs/api.md has a section per route naming its statuses (the transport ones are described once, under Conventions)', () => {
+  const text = readFileSync(new URL('../../../../../docs/api.md', import.meta.url), 'utf8');
+  const conventions = new Set([413, 415, 422]);
+  for (const def of ALL_ROUTES) {
+    const heading = `### ${def.method} ${def.url.replace(/:(\w+)/g, '{$1}')}`;
+    const at = text.indexOf(`${heading}\n`);
+    assert.ok(at >= 0, `docs/api.md has "${heading}"`);
+    const body = text.slice(at + heading.length).split(/\n#{2,3} /)[0];
+    for (const status of [def.status, ...Object.keys(def.errors).map(Number), ...Object.keys(def.also ?? {}).map(Number)]) {
+      if (!conventions.has(status)) assert.match(body, new RegExp(`\\*\\*${status}\\*\\*`), `${heading} names ${status}`);
+    }
+  }
+});

@@ -13,6 +13,7 @@ import { simulate, DEFAULT_POLICIES, type SimulationOptions } from './sim/simula
 import { compileScorer } from './sim/custom-scorer.js';
 import { formatReport, reportJson } from './sim/report.js';
 import type { FleetConfig } from './sim/fleet.js';
+import { DEFAULT_PROFILE, PERF_PROFILES } from './sim/perf-model.js';
 import { serveStatic } from './simulate-serve.js';
 
 /** Where output goes (tests pass their own). */
@@ -32,10 +33,10 @@ const USAGE = `usage: select-service simulate --trace FILE [options]
   --workers N               workers (default 8)          --dp-ranks N       ranks per worker (1)
   --block-size N            tokens per block, divides 512 (default 512)
   --capacity-blocks N|inf   KV blocks per rank (default 524,288 tokens' worth)
-  --prefill-tps X           prefill tokens/s per rank (20000)
-  --decode-tps X            decode tokens/s per request (50)
-  --max-concurrent N        running requests per rank (64)
-  --max-batched-tokens N    each worker's max_num_batched_tokens (16384)
+  --profile NAME            step-time profile of every rank, default ${DEFAULT_PROFILE}; one of
+                            ${Object.keys(PERF_PROFILES).join(', ')}
+  --max-concurrent N        running requests per rank, max_num_seqs (64)
+  --max-batched-tokens N    token budget of an engine step, max_num_batched_tokens (16384)
   --queue-threshold X       router_queue_threshold: queue in the core while every rank has more
                             than X x max_num_batched_tokens of active prefill (default: no queue)
   --queue-policy P          fcfs (default), wspt or lcfs
@@ -49,7 +50,7 @@ const USAGE = `usage: select-service simulate --trace FILE [options]
 const OPTIONS = {
   trace: { type: 'string' }, limit: { type: 'string' }, policies: { type: 'string' }, workers: { type: 'string' },
   'dp-ranks': { type: 'string' }, 'block-size': { type: 'string' }, 'capacity-blocks': { type: 'string' },
-  'prefill-tps': { type: 'string' }, 'decode-tps': { type: 'string' }, 'max-concurrent': { type: 'string' },
+  profile: { type: 'string' }, 'max-concurrent': { type: 'string' },
   'max-batched-tokens': { type: 'string' }, 'queue-threshold': { type: 'string' }, 'queue-policy': { type: 'string' },
   'overlap-score-credit': { type: 'string' }, 'prefill-load-scale': { type: 'string' }, temperature: { type: 'string' },
   scorer: { type: 'string' }, seed: { type: 'string' }, speed: { type: 'string' }, json: { type: 'boolean' },
@@ -86,7 +87,7 @@ export async function main(argv: string[], io: CliIo = process): Promise<number>
     const fleet: Partial<FleetConfig> = {
       workers: number(values.workers, 'workers'), dpRanks: number(values['dp-ranks'], 'dp-ranks'),
       blockSize: number(values['block-size'], 'block-size'), capacityBlocks: number(values['capacity-blocks'], 'capacity-blocks'),
-      prefillTokensPerSec: number(values['prefill-tps'], 'prefill-tps'), decodeTokensPerSec: number(values['decode-tps'], 'decode-tps'),
+      profile: values.profile,
       maxConcurrent: number(values['max-concurrent'], 'max-concurrent'), maxBatchedTokens: number(values['max-batched-tokens'], 'max-batched-tokens'),
     };
     const knobs = {

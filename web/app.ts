@@ -7,6 +7,7 @@ import type { RunRequest, WorkerMessage } from './protocol.js';
 import type { SimulationResult } from '../src/sim/simulate.js';
 import { REPORT_COLUMNS } from '../src/sim/report.js';
 import { EXAMPLE_SCORER } from '../src/sim/custom-scorer.js';
+import { DEFAULT_PROFILE, PERF_PROFILES } from '../src/sim/perf-model.js';
 import { PALETTE, lineChart } from './charts.js';
 
 const $ = <T extends HTMLElement>(id: string): T => {
@@ -42,7 +43,7 @@ function request(trace: string): RunRequest {
     type: 'run', trace, limit: num('limit'), policies, seed: num('seed') ?? 0, speed: num('speed') ?? 1,
     fleet: {
       workers: num('workers'), dpRanks: num('dp-ranks'), blockSize: num('block-size'), capacityBlocks: num('capacity-blocks'),
-      prefillTokensPerSec: num('prefill-tps'), decodeTokensPerSec: num('decode-tps'), maxConcurrent: num('max-concurrent'),
+      profile: $<HTMLSelectElement>('profile').value, maxConcurrent: num('max-concurrent'),
       maxBatchedTokens: num('max-batched-tokens'),
     },
     queue: num('queue-threshold') === undefined ? undefined : { threshold: num('queue-threshold') as number },
@@ -137,6 +138,11 @@ function render(r: SimulationResult): void {
 
 function init(): void {
   $<HTMLTextAreaElement>('scorer').value = EXAMPLE_SCORER;
+  const profile = $<HTMLSelectElement>('profile');
+  for (const p of Object.values(PERF_PROFILES)) {
+    profile.append(Object.assign(document.createElement('option'), { value: p.name, textContent: `${p.model} on ${p.gpu}`, title: p.source }));
+  }
+  profile.value = DEFAULT_PROFILE;
   const lines = __SAMPLE_TRACE__.split('\n').filter((l) => l.trim() !== '').length;
   $('sample-size').textContent = `${lines} requests`;
   $('trace-file').addEventListener('change', () => { $<HTMLInputElement>('use-file').checked = true; });

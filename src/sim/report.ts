@@ -22,6 +22,7 @@ export const REPORT_COLUMNS: readonly [string, (m: PolicyMetrics) => string][] =
   ['out tok/s', (m) => num(m.throughput.output_tokens_per_s, 0)],
   ['imbalance', (m) => num(m.load_imbalance.mean, 2)],
   ['evicted', (m) => String(m.evicted_blocks)],
+  ['preempt', (m) => String(m.preemptions)],
   ['wall', (m) => ms(m.wall_ms)],
 ];
 
@@ -30,7 +31,7 @@ export function formatReport(r: SimulationResult): string {
   const f = r.fleet;
   const cap = Number.isFinite(f.capacityBlocks) ? `${f.capacityBlocks} blocks` : 'unbounded';
   const head = `${r.requests} requests, ${f.workers} workers x ${f.dpRanks} rank(s), block ${f.blockSize}, KV ${cap}/rank, `
-    + `prefill ${f.prefillTokensPerSec} tok/s, decode ${f.decodeTokensPerSec} tok/s/req, max ${f.maxConcurrent} running, `
+    + `profile ${f.profile}${f.stepCost ? ' (modified)' : ''}, max ${f.maxConcurrent} running, ${f.maxBatchedTokens} tokens/step, `
     + `speed x${r.speed}, seed ${r.seed}`;
   const rows = [REPORT_COLUMNS.map(([h]) => h), ...r.policies.map((m) => REPORT_COLUMNS.map(([, f]) => f(m)))];
   const widths = REPORT_COLUMNS.map((_, c) => Math.max(...rows.map((row) => row[c].length)));

@@ -4,7 +4,7 @@
  * simulator page (`--serve`). `src/cli.ts` dispatches `select-service simulate ...` here; the
  * file also runs on its own: `node build/dist/src/simulate-cli.js --trace FILE`.
  */
-import { readFileSync, realpathSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
@@ -15,6 +15,8 @@ import { formatReport, reportJson } from './sim/report.js';
 import type { FleetConfig } from './sim/fleet.js';
 import { DEFAULT_PROFILE, PERF_PROFILES } from './sim/perf-model.js';
 import { serveStatic } from './simulate-serve.js';
+import { SWEEP_KNOBS, formatSweep, parseSweep, sweep } from './sim/sweep.js';
+import { loadCharts, resultCharts, sweepCharts, type Figure } from './sim/figures.js';
 
 /** Where output goes (tests pass their own). */
 export interface CliIo {
@@ -43,6 +45,12 @@ const USAGE = `usage: select-service simulate --trace FILE [options]
   --overlap-score-credit X  --prefill-load-scale X  --temperature X   cost knobs of kv policies
   --scorer FILE             body of the custom policy's scorer function (ctx, cands, out)
   --seed S                  RNG seed (default 0)         --speed X          arrival speed-up (1)
+  --sweep KNOB=V1,V2,...    run every policy at every value of one knob and print one table;
+                            knobs: ${Object.keys(SWEEP_KNOBS).join(', ')}
+                            (e.g. --sweep speed=1,2,4,8; inf is a value for capacity-blocks)
+  --svg DIR                 write the charts as standalone SVG files into DIR: with --sweep, TTFT
+                            p50, TTFT p90 and hit rate against the swept value; otherwise hit rate
+                            over time, the TTFT distribution and per-rank load
   --json                    print JSON instead of the table
   --serve [--port P]        serve the simulator page (default port 8093)
 `;
@@ -54,6 +62,7 @@ const OPTIONS = {
   'max-batched-tokens': { type: 'string' }, 'queue-threshold': { type: 'string' }, 'queue-policy': { type: 'string' },
   'overlap-score-credit': { type: 'string' }, 'prefill-load-scale': { type: 'string' }, temperature: { type: 'string' },
   scorer: { type: 'string' }, seed: { type: 'string' }, speed: { type: 'string' }, json: { type: 'boolean' },
+  sweep: { type: 'string' }, svg: { type: 'string' },
   serve: { type: 'boolean' }, port: { type: 'string' }, host: { type: 'string' }, help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -103,14 +112,38 @@ export async function main(argv: string[], io: CliIo = process): Promise<number>
       scorer: values.scorer ? compileScorer(readFileSync(values.scorer, 'utf8')) : undefined,
       onProgress: progress(io), queue,
     };
+    let swept: ReturnType<typeof parseSweep> | undefined;
+    if (values.sweep !== undefined) {
+      try { swept = parseSweep(values.sweep); } catch (err) { throw new UsageError((err as Error).message); }
+    }
+    if (swept) {
+      const result = await sweep(trace, { ...opts, onProgress: undefined }, swept.knob, swept.values, (p) => {
+        opts.onProgress?.({ ...p, policy: `${swept.knob}=${p.value} ${p.policy}`, index: p.valueIndex * p.policies + p.index, policies: p.valueCount * p.policies });
+      });
+      if (io.stderr.isTTY) io.stderr.write('\r\x1b[K');
+      io.stdout.write(values.json ? `${JSON.stringify({ knob: result.knob, values: result.values, runs: result.runs.map(reportJson) }, null, 2)}\n` : formatSweep(result));
+      if (values.svg) writeFigures(io, values.svg, sweepCharts(result));
+      return 0;
+    }
     const result = await simulate(trace, opts);
     if (io.stderr.isTTY) io.stderr.write('\r\x1b[K');
     io.stdout.write(values.json ? `${JSON.stringify(reportJson(result), null, 2)}\n` : formatReport(result));
+    if (values.svg) writeFigures(io, values.svg, [...resultCharts(result), ...loadCharts(result)]);
     return 0;
   } catch (err) {
     io.stderr.write(`simulate: ${err instanceof Error ? err.message : String(err)}\n`);
     if (err instanceof UsageError) { io.stderr.write(USAGE); return 2; }
     return 1;
+  }
+}
+
+/** Write each figure as DIR/<name>.svg (the folder is created), listing them on stderr. */
+function writeFigures(io: CliIo, dir: string, figures: readonly Figure[]): void {
+  mkdirSync(dir, { recursive: true });
+  for (const f of figures) {
+    const path = join(dir, `${f.name}.svg`);
+    writeFileSync(path, `${f.svg}\n`);
+    io.stderr.write(`wrote ${path}\n`);
   }
 }
 

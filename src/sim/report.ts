@@ -43,3 +43,27 @@ export function formatReport(r: SimulationResult): string {
 export function reportJson(r: SimulationResult): unknown {
   return { ...r, fleet: { ...r.fleet, capacityBlocks: Number.isFinite(r.fleet.capacityBlocks) ? r.fleet.capacityBlocks : null } };
 }
+
+/** Numeric columns of the CSV export (ms for times). */
+const CSV_COLUMNS: readonly [string, (m: PolicyMetrics) => number][] = [
+  ['hit_rate', (m) => m.hit_rate], ['block_hit_rate', (m) => m.block_hit_rate],
+  ['ttft_p50_ms', (m) => m.ttft_ms.p50], ['ttft_p90_ms', (m) => m.ttft_ms.p90], ['ttft_p99_ms', (m) => m.ttft_ms.p99], ['ttft_mean_ms', (m) => m.ttft_ms.mean],
+  ['e2e_p50_ms', (m) => m.e2e_ms.p50], ['e2e_p90_ms', (m) => m.e2e_ms.p90], ['e2e_p99_ms', (m) => m.e2e_ms.p99],
+  ['wait_p50_ms', (m) => m.queue_wait_ms.p50], ['wait_p99_ms', (m) => m.queue_wait_ms.p99], ['router_wait_p99_ms', (m) => m.router_wait_ms.p99],
+  ['requests_per_s', (m) => m.throughput.requests_per_s], ['output_tokens_per_s', (m) => m.throughput.output_tokens_per_s],
+  ['load_imbalance', (m) => m.load_imbalance.mean], ['evicted_blocks', (m) => m.evicted_blocks], ['preemptions', (m) => m.preemptions],
+  ['requests', (m) => m.requests],
+];
+
+const csvCell = (s: string): string => (/[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s);
+
+/**
+ * The results as CSV, one row per policy (and per swept value, first column named after the
+ * knob, when `knob` is given).
+ */
+export function resultsCsv(runs: readonly { value?: number; result: SimulationResult }[], knob?: string): string {
+  const head = [...(knob ? [knob] : []), 'policy', ...CSV_COLUMNS.map(([h]) => h)];
+  const rows = runs.flatMap(({ value, result }) => result.policies.map((m) =>
+    [...(knob ? [String(value)] : []), csvCell(m.policy), ...CSV_COLUMNS.map(([, f]) => String(Number(f(m).toPrecision(6))))]));
+  return [head, ...rows].map((r) => r.join(',')).join('\n') + '\n';
+}

@@ -11,7 +11,8 @@
  * the 4 conversations plus a random suffix.
  */
 import { Bench } from 'tinybench';
-import { SelectionCore, seededRng } from '../src/core/core.js';
+import { SelectionCore } from '../src/core/core.js';
+import { seededRng } from '../src/core/random.js';
 import { parseRouterConfig } from '../src/core/config/config.js';
 import { Tier } from '../src/core/index/index-types.js';
 import { blockHashes, hashBlocksToScratch, PUBLIC_SEED } from '../src/core/index/hashing.js';

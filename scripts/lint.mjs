@@ -2,10 +2,14 @@
 // Project rules that a generic linter does not know (STYLE.md habits 2, 5 and 6):
 // - src/core and src/sim import no `node:` module (they run in a browser);
 // - only src/core/index/wasm.ts touches `WebAssembly` or `memory.buffer`;
-// - only src/service/env.ts reads `process.env`.
+// - only src/service/env.ts reads `process.env`;
+// - no import cycle in src/, and no import across a forbidden arrow (scripts/import-graph.mjs).
+// A small script of our own rather than madge or dependency-cruiser: the rules are a dozen lines,
+// and the graph of relative ES imports needs no TypeScript resolver.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cycles, forbiddenArrows, importGraph } from './import-graph.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const problems = [];
@@ -33,5 +37,8 @@ for (const file of walk(join(root, 'src'))) {
     }
   });
 }
+const graph = importGraph(root);
+for (const c of cycles(graph)) problems.push(`import cycle: ${c.join(' <-> ')}`);
+for (const a of forbiddenArrows(graph)) problems.push(`forbidden import: ${a}`);
 if (problems.length) { console.error(problems.join('\n')); process.exit(1); }
 console.log('lint: ok');

@@ -1,7 +1,8 @@
 /**
- * select-service, Node entry: the isomorphic core (`./core/index.js`: SelectionCore, the wasm
- * index, policies, schemas) plus the Node service (`SelectionServiceBuilder` -> `SelectionService`:
- * KV-event listeners, replica sync, start-up recovery, timers, shutdown).
+ * select-service, Node entry: the isomorphic core (`select-service/core`, re-exported whole) plus
+ * the Node service (`SelectionServiceBuilder` -> `SelectionService`: KV-event listeners, replica
+ * sync, start-up recovery, timers, shutdown), the HTTP API as a Fastify plugin, and workers-file
+ * discovery. The list is explicit (test/unit/api-surface.test.ts keeps it equal to the README).
  *
  * @example
  * ```ts
@@ -14,9 +15,10 @@
  * ```
  */
 export * from './core/index.js';
-export { SelectionServiceBuilder, SelectionService, recoverFromPeers } from './service/service.js';
-export type { Logger, ServiceOptions } from './service/service.js';
-// The HTTP API as a Fastify plugin, for embedding in another server (api §2).
+export { SelectionService, SelectionServiceBuilder, recoverFromPeers } from './service/service.js';
+export type { ServiceOptions } from './service/service.js';
+export type { Logger } from './service/logger.js';
+export { WorkersFileDiscovery } from './service/discovery.js';
+// The HTTP API as a Fastify plugin, for embedding in another server.
 export { buildApp, createServer, selectionApi } from './http/app.js';
 export type { SelectionApiOptions, ServerOptions } from './http/app.js';
-export { WorkersFileDiscovery } from './service/discovery.js';

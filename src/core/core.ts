@@ -1,74 +1,85 @@
 /**
- * SelectionCore: every operation of the selection API (api §2-§5) as a method, over the worker
- * catalog, the partitions (index + active loads + queue + policy + session table), the
- * process-wide reservation index and the pending-selection cache. Isomorphic: time and
- * randomness are injected, there are no timers (the host calls {@link SelectionCore.maintain}
- * periodically; every operation also runs due maintenance first), and KV-event listeners are
- * attached through an {@link IndexFeed}.
+ * SelectionCore: the one object that owns every operation of the selection API — the worker
+ * catalog, selection, reservations and their lifecycle, inspection, and the events replica peers
+ * send. Isomorphic: time and randomness are injected, there are no timers (the host calls
+ * {@link SelectionCore.maintain} periodically; every operation also runs due maintenance first),
+ * and KV-event listeners are attached through an {@link IndexFeed}.
+ *
+ * It is a {@link WorkerCatalog} (catalog/worker-catalog.ts: the workers, their partitions and the
+ * catalog operations) extended with selection and booking. The machinery lives in the concept
+ * folders: `catalog/` (worker records, partitions), `index/`
+ * (the wasm prefix index, prompts), `load/` (active load), `select/` (cost, policies, queue,
+ * scheduler), `booking/` (reservations, pending selections, session affinity, kv_hint); this file
+ * is the order in which an operation uses them.
  *
  * Rule for every mutation: validate first (schemas, prompt fields, readiness, claims), then
  * change state; a failure after a claim releases it, so nothing stays half-booked.
- *
- * This file wires the pieces: shared state (core-state.ts), scheduling (scheduler.ts), bookings
- * (booking.ts), and the operation groups (catalog-ops, select-ops, reservation-ops, inspection,
- * replica-apply), each one concept.
  */
-import { ConfigError, LIMITS, type RouterConfig } from './config/config.js';
-import { shuttingDown, subscriberShutdown } from './errors.js';
+import { ConfigError, LIMITS, applyOverride, type EffectiveRouterValues, type RouterConfig } from './config/config.js';
+import {
+  SelectionError, decayFractionOutOfRange, effectivePrefillExceedsIsl, pendingNotFound, reservationNotFound,
+  schedulableWorkerNotFound, subscriberShutdown,
+} from './errors.js';
+import {
+  FilterQuerySchema, OutputBlockRequestSchema, PromptQuerySchema, ReservationRequestSchema, SelectAndReserveRequestSchema,
+  SelectRequestSchema, parseBody, type FilterQuery, type SelectAndReserveRequest,
+} from './wire/schemas.js';
 import { partitionKeyOf } from './catalog/catalog.js';
 import type { Partition } from './catalog/partition.js';
-import { PromptNormalizer } from './index/prompt.js';
-import type { PendingSelectionCache } from './booking/pending.js';
-import type { ReservationIndex } from './booking/reservations.js';
-import type { AffinityLease } from './booking/affinity.js';
+import { WorkerCatalog } from './catalog/worker-catalog.js';
+import { checkPromptFields, PromptNormalizer, type NormalizedPrompt, type PromptFields } from './index/prompt.js';
 import type { RouterEvent } from './index/kv-index.js';
-import { CoreState, MS } from './core-state.js';
-import { Scheduler } from './select/scheduler.js';
-import { Booker } from './booking/booker.js';
-import { CatalogOps } from './catalog-ops.js';
-import { SelectOps } from './select-ops.js';
-import { ReservationOps } from './reservation-ops.js';
-import { Inspection } from './inspection.js';
-import { ReplicaApply } from './replica-apply.js';
-import { systemRng } from './random.js';
-import type { AffinityEvent, CoreOptions, CoreResult, ReplicaLifecycle } from './core-api.js';
+import { Scheduler, type Choice, type OverlapCache, type SchedulerContext } from './select/scheduler.js';
+import { effectivePrefillTokens, untrackedBlocks } from './select/selector.js';
+import type { AffinityLease, Hold } from './booking/affinity.js';
+import { Booker, type BookerContext } from './booking/booker.js';
+import { PendingSelectionCache } from './booking/pending.js';
+import { ReservationIndex } from './booking/reservations.js';
+import type { CoreOptions } from './options.js';
+import type { AffinityEvent, LifecycleEvent } from './wire/events.js';
+import { MS, systemRng, type Rng } from './random.js';
 import type {
-  Clock, DumpResponse, ModelLoadResponse, OverlapScoresResponse, PotentialLoad, ReadyResponse, ReservationResponse, Rng,
-  SelectOptions, SelectResponse, SelectionApi, StatusOk, WorkerRecord,
+  DumpResponse, ModelLoadResponse, OverlapScoresResponse, PotentialLoad, ReservationResponse,
+  SelectOptions, SelectResponse, SelectionApi, StatusOk,
 } from './wire/types.js';
 
-export { seededRng, systemClock, systemRng } from './random.js';
-export type {
-  AffinityEvent, CoreHooks, CoreOptions, CoreResult, FeedPartition, IndexFeed, LifecycleEvent, ReplicaLifecycle,
-  SelectionCacheConfig, SessionAffinityConfig, Waiter,
-} from './core-api.js';
+/** `Result` of {@link SelectionCore.tryNewLocal}. */
+export type CoreResult = { ok: true; core: SelectionCore } | { ok: false; error: ConfigError };
 
-export class SelectionCore implements SelectionApi {
-  private readonly s: CoreState;
-  private readonly sched: Scheduler;
-  private readonly catalog: CatalogOps;
-  private readonly selections: SelectOps;
-  private readonly reservationOps: ReservationOps;
-  private readonly inspection: Inspection;
-  private readonly replica: ReplicaApply;
+/** What every prompt request carries: the prompt, its partition and an optional router override. */
+type PromptRequest = PromptFields & { model_name: string; routing_group: string; router_config_override?: SelectAndReserveRequest['router_config_override'] };
+
+/** A prompt request after its opening steps: the partition it routes in, the effective knobs, the hashes. */
+interface Opened<R> { req: R; part: Partition; eff: EffectiveRouterValues; prompt: NormalizedPrompt }
+
+export class SelectionCore extends WorkerCatalog implements SelectionApi, SchedulerContext, BookerContext {
+  /** The process-wide reservation index (inspection, tests). */
+  readonly reservations = new ReservationIndex<AffinityLease>();
+  /** The pending-selection cache (inspection, tests). */
+  readonly pending: PendingSelectionCache;
   /** Start-up warnings for the host to log (e.g. an unsupported approximate cache policy). */
   readonly warnings: string[] = [];
+  private readonly normalizer: PromptNormalizer;
+  private readonly sched: Scheduler;
+  private readonly booker: Booker;
   private lastSweep: number;
   private lastRecheck: number;
   private lastReap: number;
 
-  private constructor(config: RouterConfig, o: CoreOptions, normalizer: PromptNormalizer, rng: Rng) {
-    const s = new CoreState(config, o, normalizer, rng);
-    this.s = s;
-    const live = (): void => this.live();
-    this.sched = new Scheduler(s);
-    const booker = new Booker(s);
-    this.catalog = new CatalogOps(s, this.sched, live);
-    this.selections = new SelectOps(s, this.sched, booker, live);
-    this.reservationOps = new ReservationOps(s, this.sched, booker, live);
-    this.inspection = new Inspection(s, this.sched, live, () => this.maintain());
-    this.replica = new ReplicaApply(s, this.sched);
-    this.lastSweep = this.lastRecheck = this.lastReap = s.clock.now();
+  /** Use {@link SelectionCore.tryNewLocal} (it validates the options first). */
+  protected constructor(config: RouterConfig, o: CoreOptions, normalizer: PromptNormalizer, rng: Rng) {
+    super(config, o, rng);
+    const c = o.selectionCache ?? {};
+    this.pending = new PendingSelectionCache({
+      clock: this.clock,
+      ttlSecs: c.ttlSecs ?? LIMITS.selectionCacheTtlSecs,
+      maxEntries: c.maxEntries ?? LIMITS.selectionCacheMaxEntries,
+      maxBytes: c.maxBytes ?? LIMITS.selectionCacheMaxBytes,
+    });
+    this.normalizer = normalizer;
+    this.sched = new Scheduler(this);
+    this.booker = new Booker(this);
+    this.lastSweep = this.lastRecheck = this.lastReap = this.clock.now();
     if (!config.useKvEvents && config.routerApproximateCachePolicy === 'lru') {
       this.warnings.push('router_approximate_cache_policy=lru is not supported by the standalone selector; bookings use TTL retention (router_ttl_secs) instead');
     }
@@ -81,35 +92,12 @@ export class SelectionCore implements SelectionApi {
    */
   static tryNewLocal(config: RouterConfig, options: CoreOptions = {}): CoreResult {
     const rng = options.rng ?? systemRng();
-    let normalizer: PromptNormalizer;
     try {
-      if (config.routerTrackingHash === 'keyed-xxh3-v1') {
-        if (!options.trackingKey || options.trackingKey.length !== 32) {
-          throw new ConfigError(['DYN_ROUTER_TRACKING_KEY_FILE: keyed-xxh3-v1 requires a 32-byte tracking key']);
-        }
-        if (!config.routerTrackingKeyId) throw new ConfigError(['DYN_ROUTER_TRACKING_KEY_ID: keyed-xxh3-v1 requires router_tracking_key_id']);
-      }
-      normalizer = new PromptNormalizer({
-        mode: config.routerTrackingHash, key: options.trackingKey ?? null, keyId: config.routerTrackingKeyId,
-      }, rng);
-      const aff = options.sessionAffinity;
-      if (aff && !(aff.ttlSecs >= LIMITS.sessionAffinityTtlMinSecs && aff.ttlSecs <= LIMITS.sessionAffinityTtlMaxSecs)) {
-        throw new ConfigError([`--session-affinity-ttl-secs: must be between ${LIMITS.sessionAffinityTtlMinSecs} and ${LIMITS.sessionAffinityTtlMaxSecs} (got ${aff.ttlSecs})`]);
-      }
-      if (aff && aff.mode !== 'hard' && aff.mode !== 'soft') {
-        throw new ConfigError([`--session-affinity-mode: must be hard or soft (got ${String(aff.mode)})`]);
-      }
-      const inst = options.policyConfig?.aggregated;
-      const name = inst?.type ?? config.workerSelectionPolicy;
-      if (name && name !== 'default' && !options.policies?.has(name)) {
-        const where = inst ? 'DYN_ROUTER_POLICY_CONFIG worker_selection' : 'DYN_ROUTER_WORKER_SELECTION_POLICY';
-        throw new ConfigError([`${where}: unknown worker selection policy type "${name}"`]);
-      }
+      return { ok: true, core: new SelectionCore(config, options, SelectionCore.normalizerFor(config, options, rng), rng) };
     } catch (err) {
       if (err instanceof ConfigError) return { ok: false, error: err };
       return { ok: false, error: new ConfigError([err instanceof Error ? err.message : String(err)]) };
     }
-    return { ok: true, core: new SelectionCore(config, options, normalizer, rng) };
   }
 
   /** Like tryNewLocal, throwing the ConfigError. */
@@ -119,50 +107,65 @@ export class SelectionCore implements SelectionApi {
     return r.core;
   }
 
-  get config(): RouterConfig { return this.s.config; }
-  get clock(): Clock { return this.s.clock; }
-  get rng(): Rng { return this.s.rng; }
-  /** This replica's id (replica-sync `router_id`, affinity `writer_id`). */
-  get replicaId(): bigint { return this.s.replicaId; }
-  /** The process-wide reservation index (inspection, tests). */
-  get reservations(): ReservationIndex<AffinityLease> { return this.s.reservations; }
-  /** The pending-selection cache (inspection, tests). */
-  get pending(): PendingSelectionCache { return this.s.pending; }
+  /** Checks the options a core cannot start without and makes its prompt normalizer (throws ConfigError). */
+  protected static normalizerFor(config: RouterConfig, options: CoreOptions, rng: Rng): PromptNormalizer {
+    if (config.routerTrackingHash === 'keyed-xxh3-v1') {
+      if (!options.trackingKey || options.trackingKey.length !== 32) {
+        throw new ConfigError(['DYN_ROUTER_TRACKING_KEY_FILE: keyed-xxh3-v1 requires a 32-byte tracking key']);
+      }
+      if (!config.routerTrackingKeyId) throw new ConfigError(['DYN_ROUTER_TRACKING_KEY_ID: keyed-xxh3-v1 requires router_tracking_key_id']);
+    }
+    const aff = options.sessionAffinity;
+    if (aff && !(aff.ttlSecs >= LIMITS.sessionAffinityTtlMinSecs && aff.ttlSecs <= LIMITS.sessionAffinityTtlMaxSecs)) {
+      throw new ConfigError([`--session-affinity-ttl-secs: must be between ${LIMITS.sessionAffinityTtlMinSecs} and ${LIMITS.sessionAffinityTtlMaxSecs} (got ${aff.ttlSecs})`]);
+    }
+    if (aff && aff.mode !== 'hard' && aff.mode !== 'soft') {
+      throw new ConfigError([`--session-affinity-mode: must be hard or soft (got ${String(aff.mode)})`]);
+    }
+    const inst = options.policyConfig?.aggregated;
+    const name = inst?.type ?? config.workerSelectionPolicy;
+    if (name && name !== 'default' && !options.policies?.has(name)) {
+      const where = inst ? 'DYN_ROUTER_POLICY_CONFIG worker_selection' : 'DYN_ROUTER_WORKER_SELECTION_POLICY';
+      throw new ConfigError([`${where}: unknown worker selection policy type "${name}"`]);
+    }
+    return new PromptNormalizer({
+      mode: config.routerTrackingHash, key: options.trackingKey ?? null, keyId: config.routerTrackingKeyId,
+    }, rng);
+  }
 
   // ---- lifecycle of the core --------------------------------------------------------------
 
-  get shuttingDown(): boolean { return this.s.shuttingDown; }
-
-  /** After this, mutations and selections fail `selection service is shutting down`; delete still works. */
-  shutdown(): void {
-    if (this.s.shuttingDown) return;
-    this.s.shuttingDown = true;
-    for (const p of this.s.partitions.values()) {
-      for (const w of p.queue.payloads()) { p.queue.remove(w); w.fail(subscriberShutdown()); }
+  /**
+   * After this, mutations and selections fail `selection service is shutting down` and queued
+   * selections fail at once; delete still works. Takes effect before it returns (the promise is
+   * for hosts that also close sockets).
+   */
+  shutdown(): Promise<void> {
+    if (!this.closing) {
+      this.closing = true;
+      for (const p of this.partitions.values()) {
+        for (const w of p.queue.payloads()) { p.queue.remove(w); w.fail(subscriberShutdown()); }
+      }
     }
-  }
-
-  private live(): void {
-    if (this.s.shuttingDown) throw shuttingDown();
-    this.maintain();
+    return Promise.resolve();
   }
 
   /**
    * Runs due periodic work: the queue recheck (every 60 s with queueing), approximate-index
-   * expiry, the session reaper (every min(ttl, 30 s)), and the expiry sweep every 60 s (api §5.4),
-   * which frees bookings older than `DYN_ROUTER_ACTIVE_REQUEST_EXPIRY_SECS` (local: nothing is
+   * expiry, the session reaper (every min(ttl, 30 s)), and the expiry sweep every 60 s, which
+   * frees bookings older than `DYN_ROUTER_ACTIVE_REQUEST_EXPIRY_SECS` (local: nothing is
    * published) and drops reservation rows whose booking vanished.
    */
   maintain(): void {
-    const s = this.s, now = s.clock.now();
-    if (s.queueing && now - this.lastRecheck >= LIMITS.queueRecheckSecs * MS) {
+    const now = this.clock.now();
+    if (this.queueing && now - this.lastRecheck >= LIMITS.queueRecheckSecs * MS) {
       this.lastRecheck = now;
-      for (const p of s.partitions.values()) this.sched.drain(p);
+      for (const p of this.partitions.values()) this.sched.drain(p);
     }
-    for (const p of s.partitions.values()) { p.approx?.expire(); p.predicted?.expire(); }
-    if (s.affinity && now - this.lastReap >= Math.min(s.affinity.ttlSecs, LIMITS.affinityReapMaxSecs) * MS) {
+    for (const p of this.partitions.values()) { p.approx?.expire(); p.predicted?.expire(); }
+    if (this.affinity && now - this.lastReap >= Math.min(this.affinity.ttlSecs, LIMITS.affinityReapMaxSecs) * MS) {
       this.lastReap = now;
-      for (const p of s.partitions.values()) p.affinity?.reap();
+      for (const p of this.partitions.values()) p.affinity?.reap();
     }
     if (now - this.lastSweep < LIMITS.expirySweepSecs * MS) return;
     this.lastSweep = now;
@@ -171,67 +174,391 @@ export class SelectionCore implements SelectionApi {
 
   /** The expiry sweep itself (also callable directly). Returns the freed reservation ids. */
   sweepExpired(): string[] {
-    const s = this.s;
     const freed: string[] = [];
-    for (const p of s.partitions.values()) for (const id of p.loads.expire()) freed.push(id);
-    for (const id of freed) s.removeRow(id);
-    const swept = s.reservations.sweep((id, row) => s.partitions.get(row.partitionKey)?.loads.has(id) === true);
-    for (const { row } of swept) s.releaseLease(row);
-    if (freed.length > 0) for (const p of s.partitions.values()) this.sched.drain(p);
+    for (const p of this.partitions.values()) for (const id of p.loads.expire()) freed.push(id);
+    for (const id of freed) this.removeRow(id);
+    const swept = this.reservations.sweep((id, row) => this.partitions.get(row.partitionKey)?.loads.has(id) === true);
+    for (const { row } of swept) this.releaseLease(row);
+    if (freed.length > 0) for (const p of this.partitions.values()) this.sched.drain(p);
     return freed;
   }
 
-  /** A partition by model and group (hosts and simulations feed its index directly). */
-  partition(modelName: string, routingGroup: string): Partition | undefined {
-    return this.s.partitions.get(partitionKeyOf(modelName, routingGroup));
+  // ---- selection ----------------------------------------------------------------------------
+
+  /** Query-only selection: books nothing; caches the booking inputs under a selection_id; advisory adds worker load. */
+  async select(input: unknown, opts: SelectOptions = {}): Promise<SelectResponse> {
+    const { req, part, eff, prompt } = this.open(this.parse(SelectRequestSchema, input));
+    const finish = (choice: Choice): SelectResponse => {
+      if (req.selection_id !== undefined) {
+        this.pending.insert(req.model_name, req.routing_group, req.selection_id, {
+          workerId: choice.entry.req.worker_id, dpRank: choice.dpRank,
+          sequenceHashes: prompt.seq, blockHashes: prompt.locals,
+          islTokens: prompt.isl, effectivePrefillTokens: choice.effectivePrefillTokens,
+          expectedOutputTokens: req.expected_output_tokens, trackPrefillTokens: eff.trackPrefillTokens,
+          loraName: req.lora_name, sessionId: req.session_context?.session_id ?? req.session_id,
+        });
+      }
+      const res = this.sched.response(choice, req.selection_id);
+      if (req.advisory) {
+        const w = choice.entry.req;
+        const cap = w.max_num_batched_tokens ?? null;
+        res.worker_load = { active_prefill_tokens: choice.activePrefillTokens, prefill_token_capacity: cap };
+        if (w.total_kv_blocks !== undefined) res.worker_load.total_kv_blocks = w.total_kv_blocks;
+        const t = this.config.conditionalDisaggPrefillBusyThreshold;
+        if (t !== null && cap !== null) res.worker_load.prefill_busy = choice.activePrefillTokens > t * cap;
+      }
+      return res;
+    };
+    // query-only: a live binding steers, none is created
+    const sid = this.booker.steerableSession(part, req);
+    const bound = sid === undefined ? undefined : part.affinity?.query(sid);
+    const steer = bound && part.targetLive(bound) ? bound : undefined;
+    if (req.advisory) return finish(this.sched.schedule(part, req, prompt, eff, undefined, steer));
+    return this.sched.admit(part, req, prompt, eff, opts, steer, (cache) => finish(this.sched.schedule(part, req, prompt, eff, cache, steer)), () => {});
   }
 
-  /** Every partition. */
-  partitionList(): Partition[] { return [...this.s.partitions.values()]; }
-
-  /** Get or create a partition; a mismatching block size or eagle flag is a 409 SelectionError. */
-  ensurePartition(modelName: string, routingGroup: string, blockSize: number, isEagle: boolean): Partition {
-    return this.s.ensurePartition(modelName, routingGroup, blockSize, isEagle);
+  /** Claims the id, holds the session, schedules, commits the binding and books, atomically. */
+  async selectAndReserve(input: unknown, opts: SelectOptions = {}): Promise<SelectResponse> {
+    const { req, part, eff, prompt } = this.open(this.parse(SelectAndReserveRequestSchema, input));
+    const id = req.selection_id ?? this.booker.uuid();
+    const claim = this.reservations.claim(id, part.key);
+    let hold: Hold | null;
+    try {
+      hold = await this.booker.holdSession(part, this.booker.steerableSession(part, req));
+    } catch (err) {
+      this.reservations.release(claim);
+      throw err;
+    }
+    const steer = hold?.kind === 'bound' ? hold.target : undefined;
+    const drop = (): void => {
+      if (hold) part.affinity?.abandon(hold);
+      this.reservations.release(claim);
+    };
+    const run = (cache?: OverlapCache): SelectResponse => {
+      try {
+        const choice = this.sched.schedule(part, req, prompt, eff, cache, steer);
+        const lease = this.booker.commitSession(part, hold, choice.entry.req.worker_id, choice.dpRank);
+        hold = null;
+        this.bookWithLease(choice, id, lease, eff.trackPrefillTokens, choice.effectivePrefillTokens, req.expected_output_tokens, req.lora_name);
+        this.reservations.commit(claim, choice.entry.req.worker_id, choice.dpRank, lease);
+        // the booking fields follow selection_id, in Dynamo's SelectResponse field order
+        const { selection_id: _id, ...selection } = this.sched.response(choice, id);
+        const res: SelectResponse = {
+          selection_id: id, sequence_hashes: Array.from(prompt.seq, (h) => BigInt.asIntN(64, h)), isl_tokens: prompt.isl,
+          track_prefill_tokens: eff.trackPrefillTokens, ...selection,
+        };
+        const hint = this.booker.kvHint(choice, id);
+        if (hint) res.kv_hint = hint;
+        return res;
+      } catch (err) {
+        drop();
+        throw err;
+      }
+    };
+    return this.sched.admit(part, req, prompt, eff, opts, steer, run, drop);
   }
 
-  // ---- the API (see the operation modules) ------------------------------------------------
-
-  upsertWorker(input: unknown): WorkerRecord { return this.catalog.upsertWorker(input); }
-  patchWorker(workerId: bigint, input: unknown): WorkerRecord { return this.catalog.patchWorker(workerId, input); }
-  deleteWorker(workerId: bigint): WorkerRecord { return this.catalog.deleteWorker(workerId); }
-  listWorkers(filter: unknown = {}): WorkerRecord[] { return this.catalog.listWorkers(filter); }
-  ready(): ReadyResponse { return this.catalog.ready(); }
-
-  select(input: unknown, opts: SelectOptions = {}): Promise<SelectResponse> { return this.selections.select(input, opts); }
-  selectAndReserve(input: unknown, opts: SelectOptions = {}): Promise<SelectResponse> { return this.selections.selectAndReserve(input, opts); }
-
-  createReservation(input: unknown): Promise<ReservationResponse> { return this.reservationOps.createReservation(input); }
-  prefillComplete(reservationId: string): StatusOk { return this.reservationOps.prefillComplete(reservationId); }
-  addOutputBlock(reservationId: string, body: unknown): StatusOk { return this.reservationOps.addOutputBlock(reservationId, body); }
-  freeReservation(reservationId: string): StatusOk { return this.reservationOps.freeReservation(reservationId); }
-
-  loads(filter: unknown = {}): ModelLoadResponse[] { return this.inspection.loads(filter); }
-  potentialLoads(input: unknown): PotentialLoad[] { return this.inspection.potentialLoads(input); }
-  overlapScores(input: unknown): OverlapScoresResponse { return this.inspection.overlapScores(input); }
-  dump(): DumpResponse { return this.inspection.dump(); }
+  // ---- reservations and their lifecycle -----------------------------------------------------
 
   /**
-   * Load a dump (api §7.2): each `"model:group"` key split at the first ':' gets its partition
-   * (created with the dump's block size when new) and its events applied. Returns events applied.
+   * Books a selection: the replay form (only `selection_id`) books exactly what a cached
+   * `/select` captured; the explicit form (with `worker_id`) discards any cached entry and books
+   * a schedulable rank strictly.
    */
-  loadDump(dump: Readonly<Record<string, { block_size: number; events: readonly RouterEvent[] }>>): number {
-    return this.inspection.loadDump(dump);
+  async createReservation(input: unknown): Promise<ReservationResponse> {
+    const req = this.parse(ReservationRequestSchema, input);
+    const { model_name: model, routing_group: group, selection_id: id } = req;
+    if (req.worker_id === undefined) return this.replayReservation(model, group, id);
+
+    this.pending.discard(model, group, id);
+    const { part, eff, prompt } = this.open(req, false);
+    if (req.effective_prefill_tokens !== undefined && req.effective_prefill_tokens > prompt.isl) {
+      throw effectivePrefillExceedsIsl(req.effective_prefill_tokens, prompt.isl);
+    }
+    const dpRank = req.dp_rank ?? 0;
+    const entry = part.isSchedulable(req.worker_id, dpRank);
+    if (!entry) throw schedulableWorkerNotFound(req.worker_id, model, group);
+    const track = req.track_prefill_tokens ?? (req.effective_prefill_tokens !== undefined ? true : eff.trackPrefillTokens);
+    const claim = this.reservations.claim(id, part.key);
+    try {
+      // without a client value: the booked rank's own cache credit (only its overlap row is needed)
+      const effective = req.effective_prefill_tokens ?? effectivePrefillTokens(prompt.isl,
+        this.sched.overlapCache(part, prompt, eff).get(`${req.worker_id}:${dpRank}`)?.cachedTokens ?? 0);
+      this.booker.book(this.booker.fixedChoice(part, entry, dpRank, prompt), id, track, effective, req.expected_output_tokens, req.lora_name);
+      this.reservations.commit(claim, req.worker_id, dpRank);
+    } catch (err) {
+      this.reservations.release(claim);
+      throw err;
+    }
+    return { selection_id: id, model_name: model, routing_group: group, worker_id: req.worker_id, dp_rank: dpRank, endpoint: entry.req.endpoint ?? '' };
   }
 
-  /** Applies a replica peer's lifecycle event (api §6); false when the receive rules drop it. */
-  applyReplicaEvent(e: ReplicaLifecycle): boolean { return this.replica.applyReplicaEvent(e); }
+  /** Replay form: book only the cached inputs; failures keep the entry. */
+  private async replayReservation(model: string, group: string, id: string): Promise<ReservationResponse> {
+    const hit = this.pending.peek(model, group, id);
+    if (!hit) throw pendingNotFound(id, model, group);
+    const v = hit.value;
+    const part = this.readyPartition(model, group);
+    const entry = part.isSchedulable(v.workerId, v.dpRank);
+    if (!entry) throw schedulableWorkerNotFound(v.workerId, model, group, v.dpRank);
+    const claim = this.reservations.claim(id, part.key);
+    let hold: Hold | null = null;
+    try {
+      // the cached session binds like /select_and_reserve: hold, commit to the cached rank, book
+      hold = await this.booker.holdSession(part, v.sessionId);
+      if (!part.isSchedulable(v.workerId, v.dpRank)) throw schedulableWorkerNotFound(v.workerId, model, group, v.dpRank);
+      let lease: AffinityLease | undefined;
+      try {
+        lease = this.booker.commitSession(part, hold, v.workerId, v.dpRank);
+      } catch (err) {
+        hold = null;
+        // an affinity rejection consumes the cached selection
+        this.pending.removeIfGeneration(model, group, id, hit.generation);
+        throw err;
+      }
+      hold = null;
+      const seq = v.sequenceHashes;
+      const prompt: NormalizedPrompt = {
+        isl: v.islTokens, nBlocks: seq.length, locals: v.blockHashes, seq,
+        seqWords: new Uint32Array(seq.buffer, seq.byteOffset, seq.length * 2), loraName: v.loraName, fromHashes: true,
+      };
+      this.bookWithLease(this.booker.fixedChoice(part, entry, v.dpRank, prompt), id, lease,
+        v.trackPrefillTokens, v.effectivePrefillTokens, v.expectedOutputTokens, v.loraName);
+      this.reservations.commit(claim, v.workerId, v.dpRank, lease);
+    } catch (err) {
+      if (hold) part.affinity?.abandon(hold);
+      this.reservations.release(claim);
+      throw err;
+    }
+    this.pending.removeIfGeneration(model, group, id, hit.generation);
+    return { selection_id: id, model_name: model, routing_group: group, worker_id: v.workerId, dp_rank: v.dpRank, endpoint: entry.req.endpoint ?? '' };
+  }
 
-  /** Applies a replica peer's session binding (api §8); false when dropped or ignored. */
-  applyAffinityEvent(e: AffinityEvent): boolean { return this.replica.applyAffinityEvent(e); }
+  /** Prefill finished (idempotent; published again on every call). */
+  prefillComplete(reservationId: string): StatusOk {
+    this.live();
+    const b = this.booking(reservationId);
+    b.part.loads.prefillComplete(reservationId);
+    this.publishLifecycle(b, reservationId, 'prefill_complete');
+    this.sched.drain(b.part);
+    return { status: 'ok' };
+  }
 
-  /** Schedulable worker ids sorted (for tests and the simulator). */
-  schedulableWorkerIds(): bigint[] {
-    return [...this.s.workers.values()].filter((e) => e.lifecycle === 'schedulable').map((e) => e.req.worker_id)
-      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  /** One more output block (local only: never published). */
+  addOutputBlock(reservationId: string, body: unknown): StatusOk {
+    this.live();
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      throw new SelectionError('SEL_UNPROCESSABLE', 'Failed to deserialize the JSON body into the target type: expected a JSON object');
+    }
+    const req = parseBody(OutputBlockRequestSchema, body);
+    const f = req.decay_fraction;
+    if (f !== undefined && !(f >= 0 && f <= 1)) throw decayFractionOutOfRange();
+    const b = this.booking(reservationId);
+    b.part.loads.addOutputBlock(reservationId, f);
+    return { status: 'ok' };
+  }
+
+  freeReservation(reservationId: string): StatusOk {
+    this.live();
+    const b = this.booking(reservationId);
+    b.part.loads.free(reservationId);
+    this.removeRow(reservationId);
+    this.publishLifecycle(b, reservationId, 'free');
+    this.sched.drain(b.part);
+    return { status: 'ok' };
+  }
+
+  // ---- inspection ---------------------------------------------------------------------------
+
+  /** Current load per partition and schedulable rank, with the queue counters. */
+  loads(filter: FilterQuery | unknown = {}): ModelLoadResponse[] {
+    this.maintain();
+    const f = parseBody(FilterQuerySchema, filter);
+    const parts = [...this.partitions.values()]
+      .filter((p) => (f.model_name === undefined || p.modelName === f.model_name) && (f.routing_group === undefined || p.routingGroup === f.routing_group))
+      .sort((a, b) => (a.modelName !== b.modelName ? (a.modelName < b.modelName ? -1 : 1) : a.routingGroup < b.routingGroup ? -1 : a.routingGroup > b.routingGroup ? 1 : 0));
+    return parts.map((p) => {
+      const q = p.queue.pending();
+      return {
+        model_name: p.modelName, routing_group: p.routingGroup,
+        loads: p.schedulableRanks().map(({ entry, dpRank, key }): PotentialLoad => {
+          const l = p.loads.loadOf(key);
+          return {
+            worker_id: entry.req.worker_id, dp_rank: dpRank, potential_prefill_tokens: l.activePrefillTokens,
+            potential_decode_blocks: l.activeDecodeBlocks, active_requests: l.activeRequests,
+          };
+        }),
+        pending_count: q.count, pending_isl_tokens: q.islTokens,
+      };
+    });
+  }
+
+  /** The load of every schedulable rank if this prompt were added to it. */
+  potentialLoads(input: unknown): PotentialLoad[] {
+    const { part, prompt, eff } = this.open(this.parse(PromptQuerySchema, input) as PromptRequest);
+    const untracked = untrackedBlocks(prompt.isl, part.blockSize, prompt.nBlocks);
+    return this.sched.candidates(part, prompt, eff).map((c) => ({
+      worker_id: c.workerId, dp_rank: c.dpRank,
+      potential_prefill_tokens: c.activePrefillTokens + (eff.trackPrefillTokens ? effectivePrefillTokens(prompt.isl, c.cachedTokens) : 0),
+      potential_decode_blocks: c.potentialDecodeBlocks + untracked,
+      active_requests: c.activeRequests,
+    }));
+  }
+
+  /** The prompt's tiered overlap on every schedulable rank. */
+  overlapScores(input: unknown): OverlapScoresResponse {
+    const { part, prompt, eff } = this.open(this.parse(PromptQuerySchema, input) as PromptRequest);
+    const ranks = part.schedulableRanks().map(({ entry, dpRank }) => ({ workerId: entry.req.worker_id, dpRank }));
+    const rows = part.index.overlapRows(prompt.locals ?? [], ranks, {
+      overlapScoreCredit: eff.overlapScoreCredit, hostCacheHitWeight: this.config.hostCacheHitWeight,
+      diskCacheHitWeight: this.config.diskCacheHitWeight, sharedCacheMultiplier: eff.sharedCacheMultiplier,
+    });
+    return {
+      block_size: part.blockSize, num_blocks: prompt.nBlocks, workers: rows,
+      shared_cache: { enabled: false, total_hit_blocks: 0, ranges: [], error: null },
+    };
+  }
+
+  /** The index as RouterEvents per `"model:group"` (the recovery format). */
+  dump(): DumpResponse {
+    const out: DumpResponse = {};
+    const parts = [...this.partitions.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    for (const p of parts) {
+      try {
+        out[`${p.modelName}:${p.routingGroup}`] = { block_size: p.blockSize, events: p.index.dumpEvents() };
+      } catch (err) {
+        out[`${p.modelName}:${p.routingGroup}`] = { error: err instanceof Error ? err.message : String(err) };
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Load a dump: each `"model:group"` key split at the first ':' gets its partition (created
+   * with the dump's block size when new) and its events applied. Returns events applied.
+   */
+  loadDump(dump: Readonly<Record<string, { block_size: number; events: readonly RouterEvent[] }>>): number {
+    let n = 0;
+    for (const [key, v] of Object.entries(dump)) {
+      const at = key.indexOf(':');
+      if (at < 0) throw new Error(`malformed dump key "${key}"`);
+      const model = key.slice(0, at), group = key.slice(at + 1);
+      const part = this.partitions.get(partitionKeyOf(model, group)) ?? this.ensurePartition(model, group, v.block_size, false);
+      n += part.index.loadEvents(v.events);
+    }
+    return n;
+  }
+
+  // ---- replica peers ------------------------------------------------------------------------
+
+  /**
+   * Applies a lifecycle event from a replica peer. Dropped (false): unknown partition, block-size
+   * mismatch, a worker rank not registered (schedulable) here, an id claimed in flight here or
+   * booked in another partition. A peer admission replaces a stale row of the same partition;
+   * mirrored bookings are indexed, so lifecycle calls here resolve them. Nothing is re-published.
+   */
+  applyReplicaEvent(e: LifecycleEvent): boolean {
+    const part = this.partitions.get(partitionKeyOf(e.modelName, e.routingGroup));
+    if (!part || part.blockSize !== e.blockSize) return false;
+    const id = e.requestId;
+    if (e.kind === 'add') {
+      if (!part.isSchedulable(e.workerId, e.dpRank)) return false;
+      const st = this.reservations.state(id);
+      if (st && (st.kind === 'claim' || st.partitionKey !== part.key)) return false;
+      if (part.loads.has(id)) part.loads.free(id);
+      const seq = e.seq ?? new BigUint64Array(0);
+      const ok = part.loads.book(id, e.workerId, e.dpRank, {
+        seq: new Uint32Array(seq.buffer, seq.byteOffset, seq.length * 2), nBlocks: seq.length,
+        trackPrefillTokens: e.trackPrefillTokens, prefillTokens: e.prefillTokens,
+        expectedOutputTokens: e.expectedOutputTokens ?? undefined, islTokens: 0, loraName: e.loraName ?? undefined,
+      });
+      if (ok) {
+        const prev = this.reservations.lookup(id);
+        if (prev) this.releaseLease(prev);
+        this.reservations.mirror(id, part.key, e.workerId, e.dpRank);
+      }
+      return ok;
+    }
+    const row = this.reservations.lookup(id);
+    if (!row || row.partitionKey !== part.key || !part.loads.has(id)) return false;
+    if (e.kind === 'prefill_complete') part.loads.prefillComplete(id);
+    else {
+      part.loads.free(id);
+      this.removeRow(id);
+    }
+    this.sched.drain(part);
+    return true;
+  }
+
+  /**
+   * Applies a peer's session binding. Dropped (false) when affinity is off, the partition is
+   * unknown, the event is this replica's own, or the target worker is not in this partition.
+   */
+  applyAffinityEvent(e: AffinityEvent): boolean {
+    if (e.writerId === this.replicaId) return false;
+    const part = this.partitions.get(partitionKeyOf(e.modelName, e.routingGroup));
+    if (!part?.affinity || !part.workers.has(e.workerId)) return false;
+    const r = part.affinity.applyRemote(e.sessionId, { workerId: e.workerId, dpRank: e.dpRank },
+      { sequence: e.sequence, writerId: e.writerId });
+    return r === 'inserted' || r === 'refreshed' || r === 'replaced_expired' || r === 'replaced_newer';
+  }
+
+  // ---- the steps operations share -----------------------------------------------------------
+
+  protected dropBookings(part: Partition, workerId: bigint, dpRank: number): void {
+    for (const id of part.loads.removeRank(workerId, dpRank)) this.removeRow(id);
+    for (const id of this.reservations.idsOfWorker(workerId, dpRank)) {
+      const row = this.reservations.lookup(id);
+      if (row && row.partitionKey === part.key) this.removeRow(id);
+    }
+  }
+
+  protected drain(part: Partition): void { this.sched.drain(part); }
+
+  /**
+   * The opening steps of every prompt request: the prompt fields' 400s, the ready partition (or
+   * the 503), the request's router override, and the normalised prompt.
+   */
+  private open<R extends PromptRequest>(req: R, requireBlockHashes = true): Opened<R> {
+    checkPromptFields(req, requireBlockHashes);
+    const part = this.readyPartition(req.model_name, req.routing_group);
+    const eff = applyOverride(this.config, req.router_config_override);
+    return { req, part, eff, prompt: this.normalizer.normalize(req, part, eff.assumeKvReuse) };
+  }
+
+  /** Books a choice whose session lease is already committed; a failed booking releases the lease. */
+  private bookWithLease(choice: Choice, id: string, lease: AffinityLease | undefined, track: boolean, prefillTokens: number,
+    expectedOutputTokens: number | undefined, loraName: string | undefined): void {
+    try {
+      this.booker.book(choice, id, track, prefillTokens, expectedOutputTokens, loraName);
+    } catch (err) {
+      if (lease) choice.part.affinity?.release(lease);
+      throw err;
+    }
+  }
+
+  /** The live booking of a reservation id, or 404. */
+  private booking(id: string): { part: Partition; workerId: bigint; dpRank: number } {
+    const row = this.reservations.lookup(id);
+    const part = row ? this.partitions.get(row.partitionKey) : undefined;
+    if (!row || !part || !part.loads.has(id)) throw reservationNotFound(id);
+    return { part, workerId: row.workerId, dpRank: row.dpRank };
+  }
+
+  private publishLifecycle(b: { part: Partition; workerId: bigint; dpRank: number }, requestId: string, kind: 'prefill_complete' | 'free'): void {
+    this.hooks.onLifecycle?.({
+      modelName: b.part.modelName, routingGroup: b.part.routingGroup, blockSize: b.part.blockSize,
+      requestId, workerId: b.workerId, dpRank: b.dpRank, loraName: null, kind,
+    });
+  }
+
+  /** Removes a reservation row and releases its session lease (the binding starts idling). */
+  private removeRow(id: string): void {
+    const row = this.reservations.remove(id);
+    if (row) this.releaseLease(row);
+  }
+
+  private releaseLease(row: { partitionKey: string; lease?: AffinityLease }): void {
+    if (row.lease) this.partitions.get(row.partitionKey)?.affinity?.release(row.lease);
   }
 }

@@ -39,7 +39,6 @@ export const ERROR_CATALOGUE = Object.freeze({
   SEL_NOT_READY: e(503, 'not_ready', 'no schedulable worker (anywhere, or in the partition)'),
   SEL_SHUTTING_DOWN: e(503, 'not_ready', 'mutation or selection after shutdown'),
   SEL_INDEXER_OFFLINE: e(503, 'not_ready', 'the KV indexer is offline'),
-  SEL_AFFINITY_EXHAUSTED: e(503, 'not_ready', 'session affinity table ResourceExhausted, where surfaced'),
   SEL_PEER_MANAGER_UNAVAILABLE: e(503, 'not_ready', 'replica peer manager is gone'),
   // NotFound
   SEL_WORKER_NOT_FOUND: e(404, 'not_found', 'PATCH/DELETE of an unknown worker id'),
@@ -50,27 +49,19 @@ export const ERROR_CATALOGUE = Object.freeze({
   // Conflict
   SEL_DUPLICATE_SELECTION: e(409, 'conflict', 'selection id already reserved or being reserved in any partition'),
   SEL_CONFLICT: e(409, 'conflict', 'partition block_size/is_eagle mismatch surfaced via API'),
-  SEL_AFFINITY_CONFIG_MISMATCH: e(409, 'conflict', 'request session-affinity config differs from the partition table'),
   SEL_REPLICA_SYNC_DISABLED: e(409, 'conflict', 'replica-sync peer route without --replica-sync-port'),
   // Internal
   SEL_INTERNAL: e(500, 'internal', 'unexpected internal failure'),
-  SEL_INDEXER: e(500, 'internal', 'indexer error other than offline'),
   SEL_NO_LONGER_SCHEDULABLE: e(500, 'internal', 'worker drained or removed while the request was queued'),
   // Sequence (active-sequence tracker)
-  SEL_SEQUENCE_WORKER_NOT_FOUND: e(404, 'sequence', 'tracker has no such worker rank'),
-  SEL_SEQUENCE_REQUEST_NOT_FOUND: e(404, 'sequence', 'tracker has no such request'),
   SEL_SEQUENCE_DUPLICATE_REQUEST: e(409, 'sequence', 'tracker already holds the request id'),
-  SEL_REPLICA_PUBLISH_FAILED: e(500, 'sequence', 'replica-sync publish failed'),
   // Scheduler
   SEL_OVERLOADED: e(429, 'scheduler', 'all eligible workers (or the pinned worker) overloaded'),
   SEL_QUEUE_REJECTED: e(429, 'scheduler', 'policy-class queue limit reached; body carries details (429 = newest mapping, api §12.1)'),
-  SEL_DEADLINE_EXCEEDED: e(429, 'scheduler', 'request deadline passed while queued'),
   SEL_NO_ENDPOINTS: e(503, 'scheduler', 'no eligible worker for the request'),
   SEL_ALL_FILTERED: e(503, 'scheduler', 'every candidate rejected by a worker filter'),
   SEL_SUBSCRIBER_SHUTDOWN: e(503, 'scheduler', 'scheduler shut down while the request was queued'),
-  SEL_SCHEDULER_INIT_FAILED: e(503, 'scheduler', 'scheduler initialisation failed'),
   SEL_PINNED_NOT_ALLOWED: e(400, 'scheduler', 'pinned worker outside allowed_worker_ids'),
-  SEL_BOOKING_FAILED: e(409, 'scheduler', 'booking failed (duplicate classification id, ended lifecycle)'),
   SEL_POLICY_INTERNAL: e(500, 'scheduler', 'worker-selection policy error (non-finite cost, bad candidate row)'),
   SEL_CLASSIFIER_FAILED: e(500, 'scheduler', 'request-classifier plugin failure (sanitized body)'),
 } satisfies Record<string, CatalogueEntry>);
@@ -103,11 +94,6 @@ export class SelectionError extends Error {
     this.kind = entry.kind;
     if (details !== undefined) this.details = Object.freeze({ ...details });
   }
-}
-
-/** Builds an error of any catalogue code with a free-form message. */
-export function selectionError(code: ErrorCode, message: string, details?: Readonly<Record<string, unknown>>): SelectionError {
-  return new SelectionError(code, message, details);
 }
 
 /** `partition "model/group"`: the one partition display used in every message. */
@@ -193,11 +179,6 @@ export const queueRejected = (d: QueueRejectionDetails) =>
   new SelectionError('SEL_QUEUE_REJECTED',
     `router policy class "${d.policy_class}" queue ${d.limit_kind} limit reached (current=${d.current}, limit=${d.limit})`,
     { policy_class: d.policy_class, limit_kind: d.limit_kind, current: d.current, limit: d.limit });
-/** 429 every eligible worker overloaded. */
-export const allWorkersOverloaded = () => new SelectionError('SEL_OVERLOADED', 'all eligible workers are overloaded');
-/** 429 the pinned rank is overloaded. */
-export const pinnedWorkerOverloaded = (workerId: bigint, dpRank: number) =>
-  new SelectionError('SEL_OVERLOADED', `pinned worker ${workerId} (dp_rank ${dpRank}) is overloaded`);
 /** 503 no eligible worker for this request. */
 export const noEndpoints = () => new SelectionError('SEL_NO_ENDPOINTS', 'no eligible workers for the request');
 /** 503 a filter rejected every candidate. */
@@ -218,10 +199,3 @@ export const classifierFailed = () => new SelectionError('SEL_CLASSIFIER_FAILED'
 export const noLongerSchedulable = (workerId: bigint, dpRank: number, model: string, group: string) =>
   new SelectionError('SEL_NO_LONGER_SCHEDULABLE',
     `worker ${workerId} (dp_rank ${dpRank}) is no longer schedulable for ${partitionLabel(model, group)}`);
-/** 503 indexer offline. */
-export const indexerOffline = (model: string, group: string) =>
-  new SelectionError('SEL_INDEXER_OFFLINE', `KV indexer for ${partitionLabel(model, group)} is offline`);
-/** 409 a partition's fixed `block_size`/`is_eagle` differs from the request's. */
-export const partitionMismatch = (model: string, group: string, field: 'block_size' | 'is_eagle', existing: unknown, requested: unknown) =>
-  new SelectionError('SEL_CONFLICT',
-    `${partitionLabel(model, group)} has ${field} ${String(existing)}, but ${String(requested)} was requested`);

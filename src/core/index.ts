@@ -1,30 +1,53 @@
-/** The isomorphic core: wasm prefix index, hashing, reference model. No `node:` imports. */
-export { Wasm, getWasm } from './index/wasm.js';
-export { WasmPrefixIndex } from './index/wasm-index.js';
-export { Tier, TIERS, TIER_NAMES, StoreStatus, canonicalHoldings } from './index/index-types.js';
-export type { BlockRef, Holding, MatchRow, PrefixIndexModel } from './index/index-types.js';
-export { KvIndex, holdingsToEvents } from './index/kv-index.js';
-export type { IndexCounters, OverlapRow, RankOverlap, RouterEvent, CreditWeights } from './index/kv-index.js';
-export { SlotTable } from './index/slots.js';
-export type { WorkerRank } from './index/slots.js';
-export { parseRouterConfig, defaultRouterConfig, queueingEnabled, ConfigError, LIMITS, RouterConfigOverrideSchema, applyOverride } from './config/config.js';
-export type { RouterConfig } from './config/config.js';
-export { SelectionError, errorBody, toSelectionError, partitionLabel } from './errors.js';
-export { deriveKeyedSeeds, parseTrackingKey, publicSeed } from './index/tracking-hash.js';
-export { SelectionCore, seededRng, systemRng, systemClock } from './core.js';
-export type {
-  CoreOptions, CoreResult, CoreHooks, IndexFeed, FeedPartition, LifecycleEvent, ReplicaLifecycle, AffinityEvent,
-  SelectionCacheConfig, SessionAffinityConfig,
-} from './core.js';
-export { SessionAffinityTable } from './booking/affinity.js';
-export type { AffinityMode, AffinityTarget, AffinityVersion } from './booking/affinity.js';
+/**
+ * `select-service/core`: the isomorphic selection core (no `node:` imports; runs in Node and in
+ * browsers). Everything a host needs to embed it — the core and its options, configuration,
+ * errors, custom policies, the request schemas and response types, the events it publishes for
+ * replica sync, u64-exact JSON — and nothing of its internals. The list is explicit: what is
+ * not here is not part of the API (test/unit/api-surface.test.ts keeps it equal to the README).
+ */
+export { SelectionCore } from './core.js';
+export type { CoreResult } from './core.js';
+export type { CoreHooks, CoreOptions, SelectionCacheConfig, SessionAffinityConfig } from './options.js';
+export type { WorkerCatalog } from './catalog/worker-catalog.js';
+export type { Partition } from './catalog/partition.js';
+export { seededRng, systemClock, systemRng } from './random.js';
+export type { Clock, Rng } from './random.js';
+
+// configuration and errors
+export { ConfigError, LIMITS, defaultRouterConfig, parseRouterConfig } from './config/config.js';
+export type { RouterConfig, RouterConfigOverride } from './config/config.js';
+export { ERROR_CATALOGUE, SelectionError, errorBody, toSelectionError } from './errors.js';
+export type { ErrorCode, QueueRejectionDetails } from './errors.js';
+
+// custom worker-selection policies
 export {
-  PolicyRegistry, WorkerInputs, CandidateRowView, selectionContext, runPolicy, DEFAULT_POLICY_TYPE, defaultPolicyFactory,
-  createDefaultPolicyFactory, DEFAULT_COST_SETTINGS,
+  DEFAULT_COST_SETTINGS, DEFAULT_POLICY_TYPE, PolicyRegistry, WorkerInputs, createDefaultPolicyFactory, defaultPolicyFactory,
 } from './select/policy.js';
 export type {
-  WorkerSelectionPolicy, WorkerFilter, WorkerScorer, WorkerPicker, PickerRow, CandidateView, WorkerSelectionContext,
-  PolicyFactory, PolicyPartition, DefaultCostSettings,
+  CandidateView, DefaultCostSettings, PickerRow, PolicyFactory, PolicyPartition, WorkerFilter, WorkerPicker, WorkerScorer,
+  WorkerSelectionContext, WorkerSelectionPolicy,
 } from './select/policy.js';
-export * from './wire/schemas.js';
-export type * from './wire/types.js';
+
+// the prefix index a host feeds (hosts without the Node service's ZMQ ingress)
+export { KvIndex } from './index/kv-index.js';
+export type { RouterEvent } from './index/kv-index.js';
+export { Tier, TIER_NAMES } from './index/index-types.js';
+export type { FeedPartition, IndexFeed } from './index/feed.js';
+export { deriveKeyedSeeds, parseTrackingKey, publicSeed } from './index/tracking-hash.js';
+
+// the wire: request schemas, response types, replica events, u64-exact JSON
+export {
+  FilterQuerySchema, OutputBlockRequestSchema, PeerRequestSchema, PromptQuerySchema, ReservationRequestSchema,
+  SelectAndReserveRequestSchema, SelectRequestSchema, WorkerPatchSchema, WorkerRequestSchema,
+} from './wire/schemas.js';
+export type {
+  FilterQuery, OutputBlockRequest, PromptQueryInput, ReservationRequestInput, SelectAndReserveRequestInput, SelectRequestInput,
+  WorkerPatchInput, WorkerRequestInput,
+} from './wire/schemas.js';
+export type {
+  DumpResponse, Lifecycle, ModelLoadResponse, OverlapScoreRow, OverlapScoresResponse, OverlapSummary, PotentialLoad,
+  ReadyResponse, ReplicaPeersApi, ReservationResponse, SelectOptions, SelectResponse, SelectionApi, ServiceApi, StatusOk,
+  WorkerLoad, WorkerRecord,
+} from './wire/types.js';
+export type { AffinityEvent, BookingRef, LifecycleEvent } from './wire/events.js';
+export { parseJson, stringifyJson } from './wire/json.js';

@@ -8,7 +8,15 @@
  * bench/RESULTS.md, HTTP section): tie-breaking among idle workers draws once per tie.
  * `systemRng` is the same generator seeded once from the platform's crypto source.
  */
-import type { Clock, Rng } from './wire/types.js';
+/** Milliseconds on a monotonic clock (virtual in tests and simulations). */
+export interface Clock { now(): number }
+
+/** Seeded randomness: `next()` uniform in [0, 1), `u64()` a uniform 64-bit value. */
+export interface Rng { next(): number; u64(): bigint }
+
+/** Milliseconds per second (clocks read milliseconds; configuration speaks seconds). */
+export const MS = 1000;
+
 
 /** Default clock: performance.now (monotonic, available in Node and browsers). */
 export const systemClock: Clock = { now: () => performance.now() };

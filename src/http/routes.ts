@@ -8,9 +8,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import {
   OutputBlockRequestSchema, PeerRequestSchema, PromptQuerySchema, ReservationRequestSchema, SelectAndReserveRequestSchema,
-  SelectRequestSchema, WorkerRequestSchema,
+  SelectRequestSchema, WorkerRequestSchema, parseBody,
 } from '../core/wire/schemas.js';
-import { parseBody } from '../core/core-state.js';
 import type { ServiceApi } from '../core/wire/types.js';
 import { jsonObjectBody } from './content-type.js';
 import { filterQuery, pathU64, selectOptions } from './request-input.js';

@@ -20,7 +20,7 @@ import { LIMITS } from '../core/config/config.js';
 import { SelectionError } from '../core/errors.js';
 import { WorkerRequestSchema, describeIssues } from '../core/wire/schemas.js';
 import { parseJson } from '../core/wire/json.js';
-import type { Logger } from './service.js';
+import type { Logger } from './logger.js';
 
 /** What discovery needs of the service. */
 export interface CatalogTarget {

@@ -10,15 +10,14 @@
  */
 import * as zmq from 'zeromq';
 import { LIMITS } from '../core/config/config.js';
-import type { LifecycleEvent, ReplicaLifecycle } from '../core/core.js';
+import type { AffinityEvent, LifecycleEvent } from '../core/wire/events.js';
 import { invalidZmqEndpoint, peerNotFound } from '../core/errors.js';
 import {
   AFFINITY_TOPIC, LIFECYCLE_TOPIC, decodeAffinityEvent, decodeReplicaEvent, encodeAffinityEvent, encodeReplicaEvent,
-  type AffinityWireEvent,
 } from './replica-wire.js';
 import { validateZmqEndpoint } from './zmq-endpoint.js';
 import { BoundedQueue } from './bounded-queue.js';
-import type { Logger } from './service.js';
+import type { Logger } from './logger.js';
 
 /** Counters of the mesh (for logs and tests). */
 export interface ReplicaStats {
@@ -33,9 +32,9 @@ export interface ReplicaSyncOptions {
   affinity: boolean;
   logger: Logger;
   /** Apply a peer's lifecycle event; false when the core's receive rules dropped it. */
-  applyLifecycle(e: ReplicaLifecycle): boolean;
+  applyLifecycle(e: LifecycleEvent): boolean;
   /** Apply a peer's binding event (affinity on). */
-  applyAffinity?(e: AffinityWireEvent): boolean;
+  applyAffinity?(e: AffinityEvent): boolean;
 }
 
 const socketOptions = {
@@ -51,8 +50,8 @@ export class ReplicaSync {
   /** One send queue in publish order; each topic keeps its own bound (100,000 / 4,096). */
   private readonly outbox = new BoundedQueue<[typeof LIFECYCLE_TOPIC | typeof AFFINITY_TOPIC, Buffer]>(LIMITS.replicaLifecycleQueue + LIMITS.replicaAffinityQueue);
   private readonly queued = { [LIFECYCLE_TOPIC]: 0, [AFFINITY_TOPIC]: 0 };
-  private readonly inLifecycle = new BoundedQueue<ReplicaLifecycle>(LIMITS.replicaLifecycleQueue);
-  private readonly inAffinity = new BoundedQueue<AffinityWireEvent>(LIMITS.replicaAffinityQueue);
+  private readonly inLifecycle = new BoundedQueue<LifecycleEvent>(LIMITS.replicaLifecycleQueue);
+  private readonly inAffinity = new BoundedQueue<AffinityEvent>(LIMITS.replicaAffinityQueue);
   private pumping = false;
   private applying = false;
   private closed = false;
@@ -102,19 +101,12 @@ export class ReplicaSync {
   list(): string[] { return [...this.peers].sort(); }
 
   /** Queue a local lifecycle event for the peers. */
-  publishLifecycle(ev: LifecycleEvent): void {
-    const data = ev.kind === 'add'
-      ? { kind: 'add' as const, tokenSequence: Array.from(ev.seq), trackPrefillTokens: ev.trackPrefillTokens,
-        expectedOutputTokens: ev.expectedOutputTokens ?? null, initialEffectivePrefillTokens: ev.trackPrefillTokens && ev.prefillTokens > 0 ? ev.prefillTokens : null }
-      : { kind: ev.kind };
-    this.enqueue(LIFECYCLE_TOPIC, encodeReplicaEvent({
-      modelName: ev.modelName, routingGroup: ev.routingGroup, blockSize: ev.blockSize, requestId: ev.requestId,
-      workerId: ev.workerId, dpRank: ev.dpRank, routerId: this.o.routerId, loraName: ev.loraName ?? null, data,
-    }));
+  publishLifecycle(event: LifecycleEvent): void {
+    this.enqueue(LIFECYCLE_TOPIC, encodeReplicaEvent({ routerId: this.o.routerId, event }));
   }
 
   /** Queue a local binding event. */
-  publishAffinity(ev: AffinityWireEvent): void {
+  publishAffinity(ev: AffinityEvent): void {
     if (!this.o.affinity) return;
     this.enqueue(AFFINITY_TOPIC, encodeAffinityEvent(ev));
   }
@@ -164,19 +156,12 @@ export class ReplicaSync {
       const topic = frames[0].toString();
       try {
         if (topic === LIFECYCLE_TOPIC) {
-          const e = decodeReplicaEvent(frames[1]);
-          if (e.routerId === this.o.routerId) { this.stats.ownDropped++; continue; }
-          const base = { modelName: e.modelName, routingGroup: e.routingGroup, blockSize: e.blockSize, requestId: e.requestId,
-            workerId: e.workerId, dpRank: e.dpRank, loraName: e.loraName ?? undefined };
-          const d = e.data;
-          const queued = this.inLifecycle.push(d.kind === 'add'
-            ? { ...base, kind: 'add', seq: d.tokenSequence, trackPrefillTokens: d.trackPrefillTokens,
-              expectedOutputTokens: d.expectedOutputTokens ?? undefined, prefillTokens: d.trackPrefillTokens ? d.initialEffectivePrefillTokens ?? 0 : 0 }
-            : { ...base, kind: d.kind });
-          if (!queued) { this.stats.receiveDropped++; continue; }
+          const { routerId, event } = decodeReplicaEvent(frames[1]);
+          if (routerId === this.o.routerId) { this.stats.ownDropped++; continue; }
+          if (!this.inLifecycle.push(event)) { this.stats.receiveDropped++; continue; }
         } else if (topic === AFFINITY_TOPIC && this.o.affinity) {
           const e = decodeAffinityEvent(frames[1]);
-          if (e.writer_id === this.o.routerId) { this.stats.ownDropped++; continue; }
+          if (e.writerId === this.o.routerId) { this.stats.ownDropped++; continue; }
           if (!this.inAffinity.push(e)) { this.stats.receiveDropped++; continue; }
         } else { this.stats.malformed++; continue; }
       } catch {
@@ -193,10 +178,10 @@ export class ReplicaSync {
     while (n < LIMITS.replicaBatchMax && (this.inLifecycle.length > 0 || this.inAffinity.length > 0)) {
       try {
         if (this.inAffinity.length > 0) {
-          const e = this.inAffinity.shift() as AffinityWireEvent;
+          const e = this.inAffinity.shift() as AffinityEvent;
           if (this.o.applyAffinity?.(e)) this.stats.applied++; else this.stats.rejected++;
         } else {
-          const e = this.inLifecycle.shift() as ReplicaLifecycle;
+          const e = this.inLifecycle.shift() as LifecycleEvent;
           if (this.o.applyLifecycle(e)) this.stats.applied++; else this.stats.rejected++;
         }
       } catch (err) {
@@ -212,6 +197,10 @@ export class ReplicaSync {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // close() releases the port asynchronously; an awaited unbind (of the resolved endpoint: ZMQ
+    // cannot unbind a wildcard) releases it before we return, so a restarted service can bind it
+    const bound = this.pub.lastEndpoint;
+    if (bound) await this.pub.unbind(bound).catch(() => {});
     this.pub.close();
     this.sub.close();
     await this.receiving?.catch(() => {});

@@ -9,30 +9,13 @@
  */
 import { Packr, Unpackr } from 'msgpackr';
 import { toU64 } from '../core/wire/json.js';
+import type { AffinityEvent, LifecycleEvent } from '../core/wire/events.js';
 
 export const LIFECYCLE_TOPIC = 'dynamo.slot-tracker.v1';
 export const AFFINITY_TOPIC = 'dynamo.session-affinity.v1';
 
-/** The lifecycle event of one booking. */
-export interface ReplicaEvent {
-  modelName: string;
-  routingGroup: string;
-  blockSize: number;
-  requestId: string;
-  workerId: bigint;
-  dpRank: number;
-  routerId: bigint;
-  loraName: string | null;
-  data:
-    | { kind: 'add'; tokenSequence: bigint[] | null; trackPrefillTokens: boolean; expectedOutputTokens: number | null; initialEffectivePrefillTokens: number | null }
-    | { kind: 'free' }
-    | { kind: 'prefill_complete' };
-}
-
-/** A session binding (api §6 affinity envelope). */
-export interface AffinityWireEvent {
-  model_name: string; routing_group: string; session_id: string; worker_id: bigint; dp_rank: number | null; sequence: bigint; writer_id: bigint;
-}
+/** A lifecycle message: the event and the `router_id` of the replica that published it. */
+export interface ReplicaEvent { routerId: bigint; event: LifecycleEvent }
 
 const packr = new Packr({ useRecords: false, variableMapSize: true, largeBigIntToFloat: false });
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'bigint' });
@@ -50,21 +33,23 @@ const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object
  */
 const wire = (v: bigint): bigint | number => (v <= 0xffffffffn ? Number(v) : v);
 
-/** Encodes a lifecycle event (payload frame). */
-export function encodeReplicaEvent(e: ReplicaEvent): Buffer {
+/**
+ * Encodes a lifecycle event (payload frame). An admission carries its prefill load as
+ * `prefill_load_hint.initial_effective_prefill_tokens` only when prefill tokens are tracked.
+ */
+export function encodeReplicaEvent({ routerId, event: e }: ReplicaEvent): Buffer {
   let data: unknown;
-  if (e.data.kind === 'add') {
-    const d = e.data;
+  if (e.kind === 'add') {
     data = {
       AddRequest: {
-        token_sequence: d.tokenSequence === null ? null : d.tokenSequence.map(wire),
-        track_prefill_tokens: d.trackPrefillTokens,
-        expected_output_tokens: d.expectedOutputTokens,
-        prefill_load_hint: d.initialEffectivePrefillTokens === null ? null
-          : { initial_effective_prefill_tokens: d.initialEffectivePrefillTokens, expected_prefill_duration: null },
+        token_sequence: e.seq === null ? null : Array.from(e.seq, wire),
+        track_prefill_tokens: e.trackPrefillTokens,
+        expected_output_tokens: e.expectedOutputTokens,
+        prefill_load_hint: e.trackPrefillTokens && e.prefillTokens > 0
+          ? { initial_effective_prefill_tokens: e.prefillTokens, expected_prefill_duration: null } : null,
       },
     };
-  } else data = e.data.kind === 'free' ? 'Free' : 'MarkPrefillCompleted';
+  } else data = e.kind === 'free' ? 'Free' : 'MarkPrefillCompleted';
   return packr.pack({
     model_name: e.modelName,
     routing_group: e.routingGroup,
@@ -73,7 +58,7 @@ export function encodeReplicaEvent(e: ReplicaEvent): Buffer {
       request_id: e.requestId,
       worker: { worker_id: wire(e.workerId), dp_rank: e.dpRank },
       data,
-      router_id: wire(e.routerId),
+      router_id: wire(routerId),
       lora_name: e.loraName,
     },
   });
@@ -94,49 +79,52 @@ export function decodeReplicaEvent(buf: Uint8Array): ReplicaEvent {
   if (workerId === null || dpRank === null || routerId === null) throw new Error('bad worker or router_id');
   const lora = event.lora_name;
   if (lora !== undefined && lora !== null && typeof lora !== 'string') throw new Error('bad lora_name');
-  let data: ReplicaEvent['data'];
-  const d = event.data;
-  if (d === 'Free') data = { kind: 'free' };
-  else if (d === 'MarkPrefillCompleted') data = { kind: 'prefill_complete' };
-  else if (isMap(d) && isMap(d.AddRequest)) {
-    const a = d.AddRequest;
-    let seq: bigint[] | null = null;
-    if (Array.isArray(a.token_sequence)) {
-      seq = a.token_sequence.map((h) => {
-        const x = u64(h);
-        if (x === null) throw new Error('bad token_sequence');
-        return x;
-      });
-    } else if (a.token_sequence != null) throw new Error('bad token_sequence');
-    const hint = a.prefill_load_hint;
-    const initial = isMap(hint) ? u32(hint.initial_effective_prefill_tokens) : null;
-    const eot = a.expected_output_tokens == null ? null : u32(a.expected_output_tokens);
-    data = {
-      kind: 'add', tokenSequence: seq, trackPrefillTokens: a.track_prefill_tokens === undefined ? true : a.track_prefill_tokens === true,
-      expectedOutputTokens: eot, initialEffectivePrefillTokens: initial,
-    };
-  } else throw new Error('unknown event data');
-  return {
+  const ref = {
     modelName: model_name, routingGroup: routing_group, blockSize: bs, requestId: event.request_id,
-    workerId, dpRank, routerId, loraName: typeof lora === 'string' ? lora : null, data,
+    workerId, dpRank, loraName: typeof lora === 'string' ? lora : null,
+  };
+  const d = event.data;
+  if (d === 'Free') return { routerId, event: { ...ref, kind: 'free' } };
+  if (d === 'MarkPrefillCompleted') return { routerId, event: { ...ref, kind: 'prefill_complete' } };
+  if (!isMap(d) || !isMap(d.AddRequest)) throw new Error('unknown event data');
+  const a = d.AddRequest;
+  let seq: BigUint64Array | null = null;
+  if (Array.isArray(a.token_sequence)) {
+    seq = new BigUint64Array(a.token_sequence.length);
+    a.token_sequence.forEach((h, i) => {
+      const x = u64(h);
+      if (x === null) throw new Error('bad token_sequence');
+      (seq as BigUint64Array)[i] = x;
+    });
+  } else if (a.token_sequence != null) throw new Error('bad token_sequence');
+  const hint = a.prefill_load_hint;
+  const initial = isMap(hint) ? u32(hint.initial_effective_prefill_tokens) : null;
+  const track = a.track_prefill_tokens === undefined ? true : a.track_prefill_tokens === true;
+  return {
+    routerId,
+    event: {
+      ...ref, kind: 'add', seq, trackPrefillTokens: track,
+      expectedOutputTokens: a.expected_output_tokens == null ? null : u32(a.expected_output_tokens),
+      prefillTokens: track ? initial ?? 0 : 0,
+    },
   };
 }
 
-/** Encodes a binding event. */
-export function encodeAffinityEvent(e: AffinityWireEvent): Buffer {
+/** Encodes a binding event (the named-field map Dynamo writes). */
+export function encodeAffinityEvent(e: AffinityEvent): Buffer {
   return packr.pack({
-    model_name: e.model_name, routing_group: e.routing_group, session_id: e.session_id, worker_id: wire(e.worker_id),
-    dp_rank: e.dp_rank, sequence: wire(e.sequence), writer_id: wire(e.writer_id),
+    model_name: e.modelName, routing_group: e.routingGroup, session_id: e.sessionId, worker_id: wire(e.workerId),
+    dp_rank: e.dpRank, sequence: wire(e.sequence), writer_id: wire(e.writerId),
   });
 }
 
 /** Decodes a binding event; throws on a bad shape. */
-export function decodeAffinityEvent(buf: Uint8Array): AffinityWireEvent {
+export function decodeAffinityEvent(buf: Uint8Array): AffinityEvent {
   const v: unknown = unpackr.unpack(buf);
   if (!isMap(v)) throw new Error('not a map');
   const w = u64(v.worker_id), seq = u64(v.sequence), writer = u64(v.writer_id);
   const rank = v.dp_rank == null ? null : u32(v.dp_rank);
   if (typeof v.model_name !== 'string' || typeof v.routing_group !== 'string' || typeof v.session_id !== 'string'
     || w === null || seq === null || writer === null || (v.dp_rank != null && rank === null)) throw new Error('bad binding event');
-  return { model_name: v.model_name, routing_group: v.routing_group, session_id: v.session_id, worker_id: w, dp_rank: rank, sequence: seq, writer_id: writer };
+  return { modelName: v.model_name, routingGroup: v.routing_group, sessionId: v.session_id, workerId: w, dpRank: rank, sequence: seq, writerId: writer };
 }

@@ -1,36 +1,29 @@
 /**
- * SelectionService (Node): the SelectionCore plus what a running process needs around it: the
- * KV-event ingress (ZMQ), replica sync, start-up recovery from peers' `/dump`, the periodic
- * maintenance timer, and an idempotent shutdown. Built by {@link SelectionServiceBuilder}.
+ * SelectionService (Node): a {@link SelectionCore} plus what a running process needs around it:
+ * the KV-event ingress (ZMQ), replica sync and its peer routes, start-up recovery from peers'
+ * `/dump`, the periodic maintenance timer, and an idempotent shutdown that closes sockets. It
+ * is the core (every operation is the core's own method), so embedders and the HTTP layer call
+ * one object. Built by {@link SelectionServiceBuilder}.
  */
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
-import {
-  SelectionCore, systemRng, type CoreHooks, type CoreOptions, type IndexFeed, type SelectionCacheConfig, type SessionAffinityConfig,
-} from '../core/core.js';
+import { SelectionCore } from '../core/core.js';
+import type { CoreHooks, CoreOptions, SelectionCacheConfig, SessionAffinityConfig } from '../core/options.js';
+import type { IndexFeed } from '../core/index/feed.js';
+import { systemRng, type Clock, type Rng } from '../core/random.js';
 import { parsePolicyConfig, type RouterPolicyConfig } from '../core/select/policy-config.js';
+import type { PolicyRegistry } from '../core/select/policy.js';
 import { parseJson } from '../core/wire/json.js';
-import { ReplicaSync } from './replica-sync.js';
-import { ZmqKvIngress } from './kv-events/ingress.js';
-import type { WorkerIngestStats } from './kv-events/stats.js';
+import { DumpSchema } from '../core/wire/dump.js';
 import type { RouterEvent } from '../core/index/kv-index.js';
 import { ConfigError, LIMITS, type RouterConfig } from '../core/config/config.js';
 import { parseTrackingKey } from '../core/index/tracking-hash.js';
 import { SelectionError, replicaSyncDisabled } from '../core/errors.js';
-import type { PolicyRegistry } from '../core/select/policy.js';
-import type { FilterQuery } from '../core/wire/schemas.js';
-import type {
-  Clock, DumpResponse, ModelLoadResponse, OverlapScoresResponse, PotentialLoad, ReadyResponse,
-  ReservationResponse, Rng, SelectOptions, SelectResponse, ServiceApi, StatusOk, WorkerRecord,
-} from '../core/wire/types.js';
-
-/** A pino-compatible logger subset. */
-export interface Logger {
-  info(obj: unknown, msg?: string): void;
-  warn(obj: unknown, msg?: string): void;
-  error(obj: unknown, msg?: string): void;
-  debug(obj: unknown, msg?: string): void;
-}
+import type { ServiceApi } from '../core/wire/types.js';
+import { ReplicaSync } from './replica-sync.js';
+import { ZmqKvIngress } from './kv-events/ingress.js';
+import type { WorkerIngestStats } from './kv-events/stats.js';
+import { silentLogger, type Logger } from './logger.js';
 
 /** What the service needs of the KV-event ingress. */
 interface IngressHandle extends IndexFeed {
@@ -39,9 +32,6 @@ interface IngressHandle extends IndexFeed {
   stats(): WorkerIngestStats[];
   stats(workerId: bigint): WorkerIngestStats | null;
 }
-
-const silent: Logger = { info() {}, warn() {}, error() {}, debug() {} };
-
 
 /** Everything the builder collects. */
 export interface ServiceOptions {
@@ -60,24 +50,24 @@ export interface ServiceOptions {
   feed?: IndexFeed | null;
 }
 
-/** Builds a {@link SelectionService} (api §10). */
+/** Builds a {@link SelectionService}. */
 export class SelectionServiceBuilder {
   private readonly o: ServiceOptions = {
     indexerPeers: [], replicaSyncPort: null, replicaSyncPeers: [], selectionCache: {}, sessionAffinity: null,
-    policies: null, logger: silent,
+    policies: null, logger: silentLogger,
   };
 
   constructor(private readonly config: RouterConfig) {}
 
-  /** HTTP base URLs to recover the index from at start-up (api §7.2). */
+  /** HTTP base URLs to recover the index from at start-up. */
   indexerPeers(urls: readonly string[]): this { this.o.indexerPeers = [...urls]; return this; }
-  /** Replica sync: bind a PUB on `tcp://*:port`, connect a SUB to each peer (api §6). */
+  /** Replica sync: bind a PUB on `tcp://*:port`, connect a SUB to each peer. */
   replicaSync(port: number, peers: readonly string[] = []): this { this.o.replicaSyncPort = port; this.o.replicaSyncPeers = [...peers]; return this; }
-  /** Pending-selection cache limits (api §5.2). */
+  /** Pending-selection cache limits. */
   selectionCache(c: Partial<SelectionCacheConfig>): this { this.o.selectionCache = { ...c }; return this; }
-  /** Session affinity tables (api §8). */
+  /** Session affinity tables. */
   sessionAffinity(c: SessionAffinityConfig): this { this.o.sessionAffinity = { ...c }; return this; }
-  /** Custom worker-selection policy types (api §10). */
+  /** Custom worker-selection policy types. */
   policies(r: PolicyRegistry): this { this.o.policies = r; return this; }
   logger(l: Logger): this { this.o.logger = l; return this; }
   clock(c: Clock): this { this.o.clock = c; return this; }
@@ -96,25 +86,8 @@ export class SelectionServiceBuilder {
     if (o.replicaSyncPort !== null && !(Number.isInteger(o.replicaSyncPort) && o.replicaSyncPort > 0 && o.replicaSyncPort <= 65535)) {
       throw new ConfigError([`--replica-sync-port: must be an integer between 1 and 65535 (got ${o.replicaSyncPort})`]);
     }
-    let trackingKey = o.trackingKey;
-    if (!trackingKey && cfg.routerTrackingHash === 'keyed-xxh3-v1' && cfg.routerTrackingKeyFile) {
-      let bytes: Uint8Array;
-      try {
-        bytes = new Uint8Array(await readFile(cfg.routerTrackingKeyFile));
-      } catch (err) {
-        throw new ConfigError([`DYN_ROUTER_TRACKING_KEY_FILE / --router-tracking-key-file: cannot read ${cfg.routerTrackingKeyFile}: ${(err as Error).message}`]);
-      }
-      trackingKey = parseTrackingKey(bytes);
-      bytes.fill(0);
-    }
-    let policyConfig: RouterPolicyConfig | null = null;
-    if (cfg.routerPolicyConfig) {
-      try {
-        policyConfig = parsePolicyConfig(parseYaml(await readFile(cfg.routerPolicyConfig, 'utf8')));
-      } catch (err) {
-        throw new ConfigError([`DYN_ROUTER_POLICY_CONFIG: ${cfg.routerPolicyConfig}: ${(err as Error).message}`]);
-      }
-    }
+    const trackingKey = o.trackingKey ?? await readTrackingKey(cfg);
+    const policyConfig = await readPolicyConfig(cfg);
     const hooks: CoreHooks = {};
     // The ZMQ ingress is the default feed when use_kv_events is on (a given feed replaces it).
     const ingress: IngressHandle | null = o.feed === undefined && cfg.useKvEvents ? new ZmqKvIngress({ logger: o.logger }) : null;
@@ -123,44 +96,63 @@ export class SelectionServiceBuilder {
       clock: o.clock, rng: o.rng, selectionCache: o.selectionCache, trackingKey, policies: o.policies ?? undefined,
       policyConfig, feed: feed ?? undefined, hooks, sessionAffinity: o.sessionAffinity, replicaId: systemRng().u64() | 1n,
     };
-    const r = SelectionCore.tryNewLocal(cfg, coreOptions);
-    if (!r.ok) { await ingress?.close(); throw r.error; }
-    const core = r.core;
-    for (const w of core.warnings) o.logger.warn({}, w);
-    const routerId = core.replicaId;
-    let replica: ReplicaSync | null = null;
+    let service: SelectionService;
+    try {
+      service = SelectionService.create(cfg, coreOptions, o, ingress);
+    } catch (err) {
+      await ingress?.close();
+      throw err;
+    }
+    for (const w of service.warnings) o.logger.warn({}, w);
     if (o.replicaSyncPort !== null) {
       try {
-        replica = await ReplicaSync.start({
-          port: o.replicaSyncPort, peers: o.replicaSyncPeers, routerId, affinity: o.sessionAffinity !== null, logger: o.logger,
-          applyLifecycle: (e) => core.applyReplicaEvent(e),
-          applyAffinity: (e) => core.applyAffinityEvent({
-            modelName: e.model_name, routingGroup: e.routing_group, sessionId: e.session_id, workerId: e.worker_id,
-            dpRank: e.dp_rank, sequence: e.sequence, writerId: e.writer_id,
-          }),
+        const replica = await ReplicaSync.start({
+          port: o.replicaSyncPort, peers: o.replicaSyncPeers, routerId: service.replicaId, affinity: o.sessionAffinity !== null,
+          logger: o.logger, applyLifecycle: (e) => service.applyReplicaEvent(e), applyAffinity: (e) => service.applyAffinityEvent(e),
         });
+        service.attachReplica(replica);
+        hooks.onLifecycle = (ev) => replica.publishLifecycle(ev);
+        hooks.onAffinity = (ev) => replica.publishAffinity(ev);
       } catch (err) {
-        await ingress?.close();
+        await service.shutdown();
         throw new ConfigError([err instanceof SelectionError ? `--replica-sync-peers: ${err.message}`
           : `--replica-sync-port: cannot bind tcp://*:${o.replicaSyncPort}: ${(err as Error).message}`]);
       }
-      const rs = replica;
-      hooks.onLifecycle = (ev) => rs.publishLifecycle(ev);
-      hooks.onAffinity = (ev) => rs.publishAffinity({
-        model_name: ev.modelName, routing_group: ev.routingGroup, session_id: ev.sessionId, worker_id: ev.workerId,
-        dp_rank: ev.dpRank, sequence: ev.sequence, writer_id: ev.writerId,
-      });
     }
-    if (o.indexerPeers.length > 0) await recoverFromPeers(core, o.indexerPeers, o.logger);
+    if (o.indexerPeers.length > 0) await recoverFromPeers(service, o.indexerPeers, o.logger);
     ingress?.setIndexerReady();
-    return new SelectionService(core, o, { replica, ingress });
+    return service;
+  }
+}
+
+/** The 32-byte key of `keyed-xxh3-v1` from `router_tracking_key_file`, when that mode is on. */
+async function readTrackingKey(cfg: RouterConfig): Promise<Uint8Array | undefined> {
+  if (cfg.routerTrackingHash !== 'keyed-xxh3-v1' || !cfg.routerTrackingKeyFile) return undefined;
+  let bytes: Uint8Array;
+  try {
+    bytes = new Uint8Array(await readFile(cfg.routerTrackingKeyFile));
+  } catch (err) {
+    throw new ConfigError([`DYN_ROUTER_TRACKING_KEY_FILE / --router-tracking-key-file: cannot read ${cfg.routerTrackingKeyFile}: ${(err as Error).message}`]);
+  }
+  const key = parseTrackingKey(bytes);
+  bytes.fill(0);
+  return key;
+}
+
+/** The `DYN_ROUTER_POLICY_CONFIG` YAML document, when set. */
+async function readPolicyConfig(cfg: RouterConfig): Promise<RouterPolicyConfig | null> {
+  if (!cfg.routerPolicyConfig) return null;
+  try {
+    return parsePolicyConfig(parseYaml(await readFile(cfg.routerPolicyConfig, 'utf8')));
+  } catch (err) {
+    throw new ConfigError([`DYN_ROUTER_POLICY_CONFIG: ${cfg.routerPolicyConfig}: ${(err as Error).message}`]);
   }
 }
 
 /**
- * Start-up recovery (api §7.2): wait ~1 s (slow joiners), then `GET <url>/dump` from each peer in
- * order (10 s timeout) until one answers; load its partitions. Never fails the start: no
- * reachable peer or a bad dump logs a warning and the service starts empty.
+ * Start-up recovery: wait ~1 s (slow joiners), then `GET <url>/dump` from each peer in order
+ * (10 s timeout) until one answers; load its partitions. Never fails the start: no reachable
+ * peer or a bad dump logs a warning and the service starts empty.
  */
 export async function recoverFromPeers(core: SelectionCore, peers: readonly string[], logger: Logger,
   delayMs: number = LIMITS.recoveryDelayMs): Promise<boolean> {
@@ -169,14 +161,12 @@ export async function recoverFromPeers(core: SelectionCore, peers: readonly stri
     try {
       const res = await fetch(`${url.replace(/\/+$/, '')}/dump`, { signal: AbortSignal.timeout(LIMITS.recoveryTimeoutMs) });
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      const body = parseJson(await res.text());
-      if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new Error('dump is not an object');
+      const parsed = DumpSchema.safeParse(parseJson(await res.text()));
+      if (!parsed.success) throw new Error(`bad dump: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`);
       const dump: Record<string, { block_size: number; events: RouterEvent[] }> = {};
-      for (const [key, v] of Object.entries(body as Record<string, unknown>)) {
-        const part = v as { block_size?: unknown; events?: unknown; error?: unknown };
-        if (part.error !== undefined) { logger.warn({ peer: url, partition: key, error: part.error }, 'peer dump partition failed; skipped'); continue; }
-        if (typeof part.block_size !== 'number' || !Array.isArray(part.events)) throw new Error(`partition ${key}: bad shape`);
-        dump[key] = { block_size: part.block_size, events: (part.events as unknown[]).map(normalizeEvent) };
+      for (const [key, part] of Object.entries(parsed.data)) {
+        if ('error' in part) { logger.warn({ peer: url, partition: key, error: part.error }, 'peer dump partition failed; skipped'); continue; }
+        dump[key] = part;
       }
       const n = core.loadDump(dump);
       logger.info({ peer: url, partitions: Object.keys(dump).length, events: n }, 'recovered the index from a peer');
@@ -189,68 +179,35 @@ export async function recoverFromPeers(core: SelectionCore, peers: readonly stri
   return false;
 }
 
-const big = (v: unknown): bigint => (typeof v === 'bigint' ? v : BigInt(v as number));
-
-/** A RouterEvent from JSON (numbers or bigints) with u64 fields as bigint. */
-function normalizeEvent(raw: unknown): RouterEvent {
-  const e = raw as { worker_id: unknown; storage_tier?: RouterEvent['storage_tier']; event: { event_id?: unknown; dp_rank?: unknown; data: unknown } };
-  const d = e.event.data as RouterEvent['event']['data'] | Record<string, never>;
-  let data: RouterEvent['event']['data'];
-  if (d === 'cleared') data = 'cleared';
-  else if (typeof d === 'object' && d !== null && 'stored' in d) {
-    const st = (d as { stored: { parent_hash: unknown; start_position?: unknown; blocks: { block_hash: unknown; tokens_hash: unknown }[] } }).stored;
-    data = { stored: { parent_hash: st.parent_hash == null ? null : big(st.parent_hash), start_position: null,
-      blocks: st.blocks.map((b) => ({ block_hash: big(b.block_hash), tokens_hash: big(b.tokens_hash), mm_extra_info: null })) } };
-  } else if (typeof d === 'object' && d !== null && 'removed' in d) {
-    data = { removed: { block_hashes: (d as { removed: { block_hashes: unknown[] } }).removed.block_hashes.map(big) } };
-  } else throw new Error('unknown event data');
-  return { worker_id: big(e.worker_id), storage_tier: e.storage_tier ?? 'device',
-    event: { event_id: Number(e.event.event_id ?? 0), dp_rank: Number(e.event.dp_rank ?? 0), data } };
-}
-
-
 /**
- * The running service: every SelectionApi method (delegating to the core), the replica peer
- * routes, and shutdown. After shutdown, mutations and selections fail
+ * The running service: the core's operations, the replica peer routes, the KV-event ingress
+ * counters, and shutdown. After shutdown, mutations and selections fail
  * `selection service is shutting down`; delete still works.
  */
-export class SelectionService implements ServiceApi {
-  readonly core: SelectionCore;
+export class SelectionService extends SelectionCore implements ServiceApi {
   private readonly timer: ReturnType<typeof setInterval>;
   private closed: Promise<void> | null = null;
-  private readonly replica: ReplicaSync | null;
-  private readonly ingress: IngressHandle | null;
+  private replica: ReplicaSync | null = null;
 
-  constructor(core: SelectionCore, private readonly options: ServiceOptions,
-    attached: { replica: ReplicaSync | null; ingress: IngressHandle | null }) {
-    this.core = core;
-    this.replica = attached.replica;
-    this.ingress = attached.ingress;
+  private constructor(config: RouterConfig, core: CoreOptions, rng: Rng, private readonly options: ServiceOptions,
+    private readonly ingress: IngressHandle | null) {
+    super(config, core, SelectionCore.normalizerFor(config, core, rng), rng);
     this.timer = setInterval(() => {
-      try { core.maintain(); } catch (err) { options.logger.error({ err }, 'maintenance failed'); }
+      try { this.maintain(); } catch (err) { options.logger.error({ err }, 'maintenance failed'); }
     }, 1000);
     this.timer.unref();
   }
 
-  get shuttingDown(): boolean { return this.core.shuttingDown; }
+  /** A service over a validated core (throws the core's ConfigError). */
+  static create(config: RouterConfig, core: CoreOptions, options: ServiceOptions, ingress: IngressHandle | null): SelectionService {
+    return new SelectionService(config, core, core.rng ?? systemRng(), options, ingress);
+  }
+
+  /** Replica sync, once its sockets are up (the builder's last step). */
+  attachReplica(r: ReplicaSync): void { this.replica = r; }
+
   /** The replica-sync port, when enabled. */
   get replicaSyncPort(): number | null { return this.options.replicaSyncPort; }
-
-  upsertWorker(req: unknown): WorkerRecord { return this.core.upsertWorker(req); }
-  patchWorker(workerId: bigint, patch: unknown): WorkerRecord { return this.core.patchWorker(workerId, patch); }
-  deleteWorker(workerId: bigint): WorkerRecord { return this.core.deleteWorker(workerId); }
-  listWorkers(filter?: FilterQuery): WorkerRecord[] { return this.core.listWorkers(filter); }
-  ready(): ReadyResponse { return this.core.ready(); }
-  select(req: unknown, opts?: SelectOptions): Promise<SelectResponse> { return this.core.select(req, opts); }
-  selectAndReserve(req: unknown, opts?: SelectOptions): Promise<SelectResponse> { return this.core.selectAndReserve(req, opts); }
-  createReservation(req: unknown): Promise<ReservationResponse> { return this.core.createReservation(req); }
-  prefillComplete(id: string): StatusOk { return this.core.prefillComplete(id); }
-  addOutputBlock(id: string, body: unknown): StatusOk { return this.core.addOutputBlock(id, body); }
-  freeReservation(id: string): StatusOk { return this.core.freeReservation(id); }
-  loads(filter?: FilterQuery): ModelLoadResponse[] { return this.core.loads(filter); }
-  potentialLoads(req: unknown): PotentialLoad[] { return this.core.potentialLoads(req); }
-  overlapScores(req: unknown): OverlapScoresResponse { return this.core.overlapScores(req); }
-  dump(): DumpResponse { return this.core.dump(); }
 
   registerReplicaPeer(endpoint: string): { created: boolean } {
     if (!this.replica) throw replicaSyncDisabled();
@@ -276,9 +233,9 @@ export class SelectionService implements ServiceApi {
   }
 
   /** Idempotent: stop selections (queued ones fail), close listeners, sockets and timers. */
-  shutdown(): Promise<void> {
+  override shutdown(): Promise<void> {
     if (this.closed) return this.closed;
-    this.core.shutdown();
+    void super.shutdown();
     clearInterval(this.timer);
     this.closed = (async () => {
       await this.replica?.close();

@@ -3,7 +3,7 @@
  * callbacks ordered by (time, insertion order), so equal-time events run in the order they were
  * scheduled and a run is reproducible.
  */
-import type { Clock } from '../core/wire/types.js';
+import type { Clock } from '../core/random.js';
 
 interface Entry { t: number; seq: number; fn: () => void }
 

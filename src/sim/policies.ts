@@ -13,7 +13,7 @@
 import type { RouterConfig } from '../core/config/config.js';
 import { PolicyRegistry, WorkerInputs, type PolicyFactory, type WorkerPicker, type WorkerScorer } from '../core/select/policy.js';
 import { pickByCost } from '../core/select/selector.js';
-import type { SessionAffinityConfig } from '../core/core.js';
+import type { SessionAffinityConfig } from '../core/options.js';
 import { EXAMPLE_SCORER, compileScorer } from './custom-scorer.js';
 
 /** Policy kinds. */

@@ -8,7 +8,8 @@
  * Deterministic for a seed: time is virtual, every policy's core gets `seededRng(seed)`, and
  * equal-time events run in scheduling order. Only `wall_ms` varies between runs.
  */
-import { SelectionCore, seededRng } from '../core/core.js';
+import { SelectionCore } from '../core/core.js';
+import { seededRng } from '../core/random.js';
 import { parseRouterConfig, queueingEnabled } from '../core/config/config.js';
 import type { WorkerScorer } from '../core/select/policy.js';
 import { BlockIds } from './block-ids.js';

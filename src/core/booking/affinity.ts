@@ -18,7 +18,7 @@
  */
 import { LIMITS } from '../config/config.js';
 import { SelectionError, sessionIdTooLong } from '../errors.js';
-import type { Clock } from '../wire/types.js';
+import type { Clock } from '../random.js';
 
 export type AffinityMode = 'hard' | 'soft';
 

@@ -10,11 +10,21 @@ import type { WorkerEntry } from '../catalog/catalog.js';
 import type { Partition } from '../catalog/partition.js';
 import type { AffinityLease, Hold } from './affinity.js';
 import type { NormalizedPrompt } from '../index/prompt.js';
-import type { CoreState } from '../core-state.js';
+import type { RouterConfig } from '../config/config.js';
+import type { CoreHooks } from '../options.js';
+import type { Rng } from '../random.js';
 import type { Choice } from '../select/scheduler.js';
 
+/** What booking reads of its core. */
+export interface BookerContext {
+  readonly config: RouterConfig;
+  readonly rng: Rng;
+  readonly hooks: CoreHooks;
+  readonly shuttingDown: boolean;
+}
+
 export class Booker {
-  constructor(private readonly s: CoreState) {}
+  constructor(private readonly s: BookerContext) {}
 
   /**
    * The session a request steers by, when affinity is on: `session_context.session_id` wins over
@@ -64,8 +74,8 @@ export class Booker {
     if (locals && locals.length > 0) c.part.recorder()?.record(w, c.dpRank, locals);
     this.s.hooks.onLifecycle?.({
       modelName: c.part.modelName, routingGroup: c.part.routingGroup, blockSize: c.part.blockSize, requestId: id,
-      workerId: w, dpRank: c.dpRank, loraName, kind: 'add', seq: c.prompt.seq, trackPrefillTokens: track,
-      expectedOutputTokens, prefillTokens: track ? prefillTokens : 0,
+      workerId: w, dpRank: c.dpRank, loraName: loraName ?? null, kind: 'add', seq: c.prompt.seq, trackPrefillTokens: track,
+      expectedOutputTokens: expectedOutputTokens ?? null, prefillTokens: track ? prefillTokens : 0,
     });
   }
 

@@ -11,7 +11,7 @@
  * Isomorphic: no timers; time comes from the injected {@link Clock}. Expired entries are dropped
  * lazily (on insert, and on a peek that finds one).
  */
-import type { Clock } from '../wire/types.js';
+import type { Clock } from '../random.js';
 
 /** Limits of the cache (defaults: `LIMITS.selectionCache*` = 120 s, 4096, 256 MiB). */
 export interface PendingCacheOptions {

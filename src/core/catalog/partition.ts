@@ -9,9 +9,8 @@ import { ApproxIndex } from '../index/approx.js';
 import type { WorkerSelectionPolicy } from '../select/policy.js';
 import type { WorkerEntry } from './catalog.js';
 import { ranksOf } from './catalog.js';
-import type { Clock, Rng } from '../wire/types.js';
-import type { AdmissionQueue } from '../select/queue.js';
-import type { Waiter } from '../core.js';
+import type { Clock, Rng } from '../random.js';
+import type { AdmissionQueue, Waiter } from '../select/queue.js';
 import type { SessionAffinityTable } from '../booking/affinity.js';
 
 /** A schedulable rank, with its `worker_id:dp_rank` key (the key of loads and overlap rows). */

@@ -16,7 +16,7 @@ import { PUBLIC_SEED, chainToScratch } from './hashing.js';
 import { Tier, type BlockRef } from './index-types.js';
 import { getWasm } from './wasm.js';
 import type { KvIndex, RankOverlap } from './kv-index.js';
-import type { Clock } from '../wire/types.js';
+import type { Clock } from '../random.js';
 
 export interface ApproxOptions {
   clock: Clock;

@@ -11,7 +11,7 @@ import { getWasm } from './wasm.js';
 import { PUBLIC_SEED, chainToScratch, hashBlocksToScratch, publicBlockSeed, type BlockMm } from './hashing.js';
 import { deriveKeyedSeeds, type KeyedSeeds } from './tracking-hash.js';
 import type { BlockExtraInfo } from '../wire/schemas.js';
-import type { Rng } from '../wire/types.js';
+import type { Rng } from '../random.js';
 import {
   blockHashesRequired, hashLengthMismatch, islTokensRequired, islTokensZero, sequenceHashesRequired,
 } from '../errors.js';

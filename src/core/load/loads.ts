@@ -9,7 +9,7 @@
  */
 import { U64Counts } from './u64-counts.js';
 import { rankKeyOf as rankKey, type WorkerRank } from '../index/slots.js';
-import type { Clock, Rng } from '../wire/types.js';
+import type { Clock, Rng } from '../random.js';
 
 export interface LoadsOptions {
   blockSize: number;

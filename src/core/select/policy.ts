@@ -10,7 +10,7 @@
 import { SelectionError, allFiltered, noEndpoints, policyBadRow, policyNonFiniteCost } from '../errors.js';
 import type { EffectiveRouterValues } from '../config/config.js';
 import type { SessionContext } from '../wire/schemas.js';
-import type { Rng } from '../wire/types.js';
+import type { Rng } from '../random.js';
 import { type Candidate, type CostParams, defaultCosts, pickByCost } from './selector.js';
 
 /** What a component reads, so a host can skip computing the rest (Dynamo `required_worker_inputs`). */

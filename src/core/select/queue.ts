@@ -6,7 +6,14 @@
  */
 import type { PolicyClassConfig, PolicyProfile } from './policy-config.js';
 import type { QueueRejectionDetails } from '../errors.js';
-import type { Clock } from '../wire/types.js';
+import type { Clock } from '../random.js';
+
+/** A request waiting in a partition's admission queue (the core decides when it can run). */
+export interface Waiter {
+  canRun(): boolean;
+  run(): void;
+  fail(err: unknown): void;
+}
 
 /** What a waiting request brings to the queue. */
 export interface QueueEntryInput<T> {

@@ -4,7 +4,7 @@
  * custom policy and the pick, and admission through the partition's queue. Books nothing: the
  * booking belongs to the select and reservation operations.
  */
-import type { EffectiveRouterValues } from '../config/config.js';
+import type { EffectiveRouterValues, RouterConfig } from '../config/config.js';
 import { SelectionError, noEndpoints, noLongerSchedulable, queueRejected } from '../errors.js';
 import { classQueues, poolIsBusy, rankIsBusy, type PolicyClassConfig } from './policy-config.js';
 import { mergeOverlapMax } from '../index/approx.js';
@@ -13,12 +13,12 @@ import type { WorkerEntry } from '../catalog/catalog.js';
 import type { RankOverlap } from '../index/kv-index.js';
 import type { Partition } from '../catalog/partition.js';
 import type { AffinityTarget } from '../booking/affinity.js';
+import type { Waiter } from './queue.js';
 import type { NormalizedPrompt } from '../index/prompt.js';
 import { costParams, defaultCosts, effectivePrefillTokens, eligible, pickByCost, untrackedBlocks, type Candidate } from './selector.js';
 import { CandidateRowView, runPolicy, selectionContext, type WorkerSelectionContext } from './policy.js';
-import type { Waiter } from '../core-api.js';
-import { MS, type CoreState } from '../core-state.js';
 import type { OverlapSummary, SelectOptions, SelectResponse } from '../wire/types.js';
+import { MS, type Clock, type Rng } from '../random.js';
 
 /** One scheduled choice, before booking. */
 export interface Choice {
@@ -35,8 +35,17 @@ export interface Choice {
 /** A prompt's tiered overlap per rank, by `worker:rank` key (reused while a request waits). */
 export type OverlapCache = Map<string, RankOverlap>;
 
+/** What scheduling reads of its core. */
+export interface SchedulerContext {
+  readonly config: RouterConfig;
+  readonly clock: Clock;
+  readonly rng: Rng;
+  /** Queueing on: `router_queue_threshold` or a policy class that queues. */
+  readonly queueing: boolean;
+}
+
 export class Scheduler {
-  constructor(private readonly s: CoreState) {}
+  constructor(private readonly s: SchedulerContext) {}
 
   /**
    * Admission (algorithms §7): with queueing on for the request's class, a request waits when the

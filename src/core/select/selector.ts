@@ -10,7 +10,7 @@
  */
 import { noEndpoints, pinnedNotAllowed } from '../errors.js';
 import type { EffectiveRouterValues, RouterConfig } from '../config/config.js';
-import type { Rng } from '../wire/types.js';
+import type { Rng } from '../random.js';
 
 /** One scoring row: a `(worker, dp_rank)` with its cache match and load projection (§5.1, §6.4). */
 export interface Candidate {

@@ -10,6 +10,7 @@
  */
 import { z } from 'zod';
 import { RouterConfigOverrideSchema } from '../config/config.js';
+import { SelectionError } from '../errors.js';
 
 const U64_MAX = (1n << 64n) - 1n;
 const I64_MIN = -(1n << 63n);
@@ -159,7 +160,6 @@ const selectShape = {
 export const SelectRequestSchema = z.object({ ...selectShape, advisory: z.boolean().nullish().transform((v) => v ?? false) });
 /** `POST /select_and_reserve` (api §2.8): the select fields minus `advisory`. */
 export const SelectAndReserveRequestSchema = z.object(selectShape);
-export type SelectRequest = z.output<typeof SelectRequestSchema>;
 export type SelectAndReserveRequest = z.output<typeof SelectAndReserveRequestSchema>;
 export type SelectRequestInput = z.input<typeof SelectRequestSchema>;
 export type SelectAndReserveRequestInput = z.input<typeof SelectAndReserveRequestSchema>;
@@ -176,7 +176,6 @@ export const ReservationRequestSchema = z.object({
   effective_prefill_tokens: opt(count()),
   track_prefill_tokens: opt(z.boolean()),
 });
-export type ReservationRequest = z.output<typeof ReservationRequestSchema>;
 export type ReservationRequestInput = z.input<typeof ReservationRequestSchema>;
 
 /** `POST /reservations/{id}/output_block` (api §2.11); range is checked by the core (400). */
@@ -185,7 +184,6 @@ export type OutputBlockRequest = z.output<typeof OutputBlockRequestSchema>;
 
 /** `POST /potential_loads` and `POST /overlap_scores` (api §2.14, §2.15). */
 export const PromptQuerySchema = z.object({ ...partitionShape, ...promptShape, router_config_override: overrideField });
-export type PromptQuery = z.output<typeof PromptQuerySchema>;
 export type PromptQueryInput = z.input<typeof PromptQuerySchema>;
 
 /** Replica-sync peer routes (api §2.17). */
@@ -260,4 +258,11 @@ export function describeIssues(err: z.ZodError): string {
     return path ? `${path}: ${i.message}` : i.message;
   });
   return `Failed to deserialize the JSON body into the target type: ${parts.join('; ')}`;
+}
+
+/** Validates a body with a schema; a misfit is the 422 `SEL_UNPROCESSABLE` naming the field. */
+export function parseBody<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  const r = schema.safeParse(input ?? {});
+  if (!r.success) throw new SelectionError('SEL_UNPROCESSABLE', describeIssues(r.error));
+  return r.data;
 }

@@ -10,12 +10,6 @@ import type {
 } from './schemas.js';
 import type { RouterEvent } from '../index/kv-index.js';
 
-/** Milliseconds on a monotonic clock (virtual in tests and simulations). */
-export interface Clock { now(): number }
-
-/** Seeded randomness: `next()` uniform in [0, 1), `u64()` a uniform 64-bit value. */
-export interface Rng { next(): number; u64(): bigint }
-
 export type Lifecycle = 'incomplete' | 'schedulable' | 'draining' | 'unschedulable';
 
 /** `WorkerCatalogRecord` (api §3.1). Optional fields serialize as null; see `omitted` notes. */

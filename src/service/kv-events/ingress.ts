@@ -15,9 +15,9 @@
  * Listeners opened before {@link ZmqKvIngress.setIndexerReady} connect at once but apply
  * nothing until it is called (start-up recovery from peers must land first, api §7.2).
  */
-import type { FeedPartition, IndexFeed } from '../../core/core.js';
+import type { FeedPartition, IndexFeed } from '../../core/index/feed.js';
 import { validateZmqEndpoint } from '../zmq-endpoint.js';
-import type { Logger } from '../service.js';
+import { silentLogger, type Logger } from '../logger.js';
 import { KvBatchDecoder } from './decode.js';
 import { BatchApplier } from './apply.js';
 import { KvListener } from './listener.js';
@@ -35,8 +35,6 @@ export interface IngressOptions {
 interface RankFeed { listener: KvListener; applier: BatchApplier }
 interface WorkerFeed { partition: FeedPartition; counters: IngestCounters; ranks: Map<number, RankFeed> }
 
-const silent: Logger = { info() {}, warn() {}, error() {}, debug() {} };
-
 export class ZmqKvIngress implements IndexFeed {
   private readonly workers = new Map<bigint, WorkerFeed>();
   private readonly decoder = new KvBatchDecoder();
@@ -48,7 +46,7 @@ export class ZmqKvIngress implements IndexFeed {
   private readonly closing = new Set<Promise<void>>();
 
   constructor(o: IngressOptions = {}) {
-    this.logger = o.logger ?? silent;
+    this.logger = o.logger ?? silentLogger;
     this.replayIdleTimeoutMs = o.replayIdleTimeoutMs ?? 5000;
     this.pacer = new Pacer(o.yieldBudgetMs ?? 1);
   }

@@ -23,7 +23,7 @@ import type { Pacer } from './pacer.js';
 import { readSeq } from './frames.js';
 import { replay } from './replay.js';
 import { isIpv6Endpoint } from '../zmq-endpoint.js';
-import type { Logger } from '../service.js';
+import type { Logger } from '../logger.js';
 
 /** Receive queue while not ready / while busy: vLLM's own publisher high-water mark. */
 export const LISTENER_RECEIVE_HWM = 100_000;

@@ -10,7 +10,7 @@ import { FakeEngine } from '../../support/fake-engine.js';
 import { batch, fixtureLines, pack, storedEvent, tokenRange } from '../../support/kv-batches.js';
 import { counters, kvService, rankOverlaps, until, workerBody } from '../../support/kv-service.js';
 import { seqFrame } from '../../../src/service/kv-events/frames.js';
-import { seededRng } from '../../../src/core/core.js';
+import { seededRng } from '../../../src/core/random.js';
 import type { IngestCounters } from '../../../src/service/kv-events/stats.js';
 
 const MESSAGES = 400;

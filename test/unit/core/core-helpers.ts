@@ -1,5 +1,7 @@
 /** Shared fixtures of the SelectionCore tests: a virtual clock and Dynamo's HTTP-test worker. */
-import { SelectionCore, seededRng, type CoreOptions } from '../../../src/core/core.js';
+import { SelectionCore } from '../../../src/core/core.js';
+import { seededRng } from '../../../src/core/random.js';
+import { type CoreOptions } from '../../../src/core/options.js';
 import { parseRouterConfig } from '../../../src/core/config/config.js';
 import { SelectionError } from '../../../src/core/errors.js';
 import assert from 'node:assert/strict';

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ActiveLoads, type BookingInput } from '../../../src/core/load/loads.js';
 import { U64Counts } from '../../../src/core/load/u64-counts.js';
-import { seededRng } from '../../../src/core/core.js';
+import { seededRng } from '../../../src/core/random.js';
 import { ManualClock } from './core-helpers.js';
 
 const words = (hashes: bigint[]): Uint32Array => {

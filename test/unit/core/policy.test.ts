@@ -8,7 +8,7 @@ import {
 import { defaultCosts, pickByCost, type Candidate } from '../../../src/core/select/selector.js';
 import { SelectionError } from '../../../src/core/errors.js';
 import { makeRng, rngU64 } from '../../reference/workload.js';
-import type { Rng } from '../../../src/core/wire/types.js';
+import type { Rng } from '../../../src/core/random.js';
 
 const seeded = (seed: number): Rng => { const r = makeRng(seed); return { next: r, u64: () => rngU64(r) }; };
 const PART = { modelName: 'model', routingGroup: 'default', blockSize: 16 };

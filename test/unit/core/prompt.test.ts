@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PromptNormalizer } from '../../../src/core/index/prompt.js';
 import { blockHashes, publicBlockSeed, sequenceHashes } from '../../../src/core/index/hashing.js';
-import { seededRng } from '../../../src/core/core.js';
+import { seededRng } from '../../../src/core/random.js';
 import { makeCore, worker } from './core-helpers.js';
 
 const scope = { modelName: 'model', routingGroup: 'default', blockSize: 4, isEagle: false };

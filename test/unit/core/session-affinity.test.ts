@@ -7,7 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeCore, rejects, worker } from './core-helpers.js';
-import type { AffinityEvent, CoreOptions } from '../../../src/core/core.js';
+import type { AffinityEvent } from '../../../src/core/wire/events.js';
+import type { CoreOptions } from '../../../src/core/options.js';
 import { PolicyRegistry, type WorkerSelectionContext } from '../../../src/core/select/policy.js';
 
 const T = [1, 2, 3, 4];

@@ -11,9 +11,11 @@ const packr = new Packr({ useRecords: false, variableMapSize: true });
 const MAX = (1n << 64n) - 1n;
 
 const add: ReplicaEvent = {
-  modelName: 'model', routingGroup: 'default', blockSize: 4, requestId: 'r-1', workerId: MAX, dpRank: 3, routerId: 42n,
-  loraName: null,
-  data: { kind: 'add', tokenSequence: [0n, 1n << 63n, MAX], trackPrefillTokens: false, expectedOutputTokens: 7, initialEffectivePrefillTokens: 4 },
+  routerId: 42n,
+  event: {
+    modelName: 'model', routingGroup: 'default', blockSize: 4, requestId: 'r-1', workerId: MAX, dpRank: 3, loraName: null,
+    kind: 'add', seq: BigUint64Array.of(0n, 1n << 63n, MAX), trackPrefillTokens: true, expectedOutputTokens: 7, prefillTokens: 4,
+  },
 };
 
 test('v1 lifecycle envelope: exactly four keys with routing_group, named fields, u64 exact', () => {
@@ -30,7 +32,8 @@ test('v1 lifecycle envelope: exactly four keys with routing_group, named fields,
 
 test('unit variants encode as strings and round-trip', () => {
   for (const kind of ['free', 'prefill_complete'] as const) {
-    const e: ReplicaEvent = { ...add, data: { kind }, loraName: 'lora-a' };
+    const { modelName, routingGroup, blockSize, requestId, workerId, dpRank } = add.event;
+    const e: ReplicaEvent = { ...add, event: { modelName, routingGroup, blockSize, requestId, workerId, dpRank, kind, loraName: 'lora-a' } };
     const v = raw.unpack(encodeReplicaEvent(e)) as Record<string, any>;
     assert.equal(v.event.data, kind === 'free' ? 'Free' : 'MarkPrefillCompleted');
     assert.deepEqual(decodeReplicaEvent(encodeReplicaEvent(e)), e);
@@ -41,9 +44,9 @@ test('track_prefill_tokens defaults to true when absent; nil token_sequence allo
   const buf = packr.pack({ model_name: 'm', routing_group: 'g', block_size: 16, event: {
     request_id: 'x', worker: { worker_id: 1, dp_rank: 0 }, data: { AddRequest: { token_sequence: null } }, router_id: 9 } });
   const e = decodeReplicaEvent(buf);
-  assert.equal(e.data.kind, 'add');
-  assert.equal(e.data.kind === 'add' && e.data.trackPrefillTokens, true);
-  assert.equal(e.data.kind === 'add' && e.data.tokenSequence, null);
+  assert.equal(e.event.kind, 'add');
+  assert.equal(e.event.kind === 'add' && e.event.trackPrefillTokens, true);
+  assert.equal(e.event.kind === 'add' && e.event.seq, null);
 });
 
 test('a legacy tenant_id envelope and malformed payloads are rejected', () => {
@@ -59,7 +62,7 @@ test('a legacy tenant_id envelope and malformed payloads are rejected', () => {
 });
 
 test('affinity binding events round-trip with nil dp_rank', () => {
-  const e = { model_name: 'm', routing_group: 'g', session_id: 's', worker_id: MAX, dp_rank: null, sequence: 1n << 62n, writer_id: 5n };
+  const e = { modelName: 'm', routingGroup: 'g', sessionId: 's', workerId: MAX, dpRank: null, sequence: 1n << 62n, writerId: 5n };
   assert.deepEqual(decodeAffinityEvent(encodeAffinityEvent(e)), e);
   assert.throws(() => decodeAffinityEvent(packr.pack({ model_name: 'm' })));
 });

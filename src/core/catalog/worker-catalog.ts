@@ -1,0 +1,255 @@
+/**
+ * The worker catalog half of a {@link SelectionCore}: the workers by id, their partitions (one per
+ * `(model_name, routing_group)`, created by the first valid worker), and the catalog operations —
+ * upsert (replaces the record; may move it between partitions), patch (present fields only,
+ * never a move), delete, list and readiness — with the reconcile of one record against its
+ * partition: schedulability reasons, partition creation, rank diff, KV-event listeners.
+ *
+ * SelectionCore extends it with selection and booking; the two hooks below are where a catalog
+ * change reaches them (bookings of a dropped rank are released, the admission queue re-checked).
+ */
+import type { z } from 'zod';
+import { queueingEnabled, type RouterConfig } from '../config/config.js';
+import { SelectionError, noSchedulableWorkers, noSchedulableWorkersFor, partitionLabel, shuttingDown, workerNotFound } from '../errors.js';
+import { FilterQuerySchema, WorkerPatchSchema, WorkerRequestSchema, parseBody, type FilterQuery, type WorkerRequest } from '../wire/schemas.js';
+import type { ReadyResponse, WorkerRecord } from '../wire/types.js';
+import type { IndexFeed } from '../index/feed.js';
+import { policyConfigQueues, resolveProfile, type RouterPolicyConfig } from '../select/policy-config.js';
+import type { PolicyRegistry } from '../select/policy.js';
+import { AdmissionQueue, type Waiter } from '../select/queue.js';
+import { SessionAffinityTable } from '../booking/affinity.js';
+import type { CoreHooks, CoreOptions, SessionAffinityConfig } from '../options.js';
+import { systemClock, type Clock, type Rng } from '../random.js';
+import {
+  applyPatch, compareRecords, eventEndpoints, metadataReasons, partitionKeyOf, ranksOf, toRecord, type WorkerEntry,
+} from './catalog.js';
+import { Partition } from './partition.js';
+
+export abstract class WorkerCatalog {
+  readonly config: RouterConfig;
+  readonly clock: Clock;
+  readonly rng: Rng;
+  readonly hooks: CoreHooks;
+  /** Queueing on: `router_queue_threshold` or a policy class that queues. */
+  readonly queueing: boolean;
+  /** This replica's id (replica-sync `router_id`, affinity `writer_id`). */
+  readonly replicaId: bigint;
+  protected readonly workers = new Map<bigint, WorkerEntry>();
+  protected readonly partitions = new Map<string, Partition>();
+  /** Set by shutdown: mutations and selections then fail. */
+  protected closing = false;
+  private readonly feed: IndexFeed | null;
+  private readonly policies: PolicyRegistry | null;
+  private readonly policyParameters: Readonly<Record<string, unknown>>;
+  private readonly policyConfig: RouterPolicyConfig | null;
+  protected readonly affinity: SessionAffinityConfig | null;
+  private readonly affinitySequenceStart: bigint;
+
+  protected constructor(config: RouterConfig, o: CoreOptions, rng: Rng) {
+    this.config = config;
+    this.clock = o.clock ?? systemClock;
+    this.rng = rng;
+    this.hooks = o.hooks ?? {};
+    this.feed = o.feed ?? null;
+    this.policies = o.policies ?? null;
+    this.policyParameters = o.policyParameters ?? {};
+    this.policyConfig = o.policyConfig ?? null;
+    this.queueing = queueingEnabled(config, policyConfigQueues(this.policyConfig));
+    this.replicaId = o.replicaId ?? (rng.u64() | 1n);
+    this.affinity = o.sessionAffinity ?? null;
+    this.affinitySequenceStart = o.affinitySequenceStart ?? BigInt(Date.now()) * 1_000_000n;
+  }
+
+  /** Runs due periodic work (the core's maintenance); every operation calls it first. */
+  abstract maintain(): void;
+  /** Releases the bookings (and reservation rows) of a rank that left its partition. */
+  protected abstract dropBookings(part: Partition, workerId: bigint, dpRank: number): void;
+  /** Admits queued requests of a partition that can run now (after a catalog change). */
+  protected abstract drain(part: Partition): void;
+
+  get shuttingDown(): boolean { return this.closing; }
+
+  upsertWorker(input: unknown): WorkerRecord {
+    return toRecord(this.reconcileWorker(this.parse(WorkerRequestSchema, input)));
+  }
+
+  patchWorker(workerId: bigint, input: unknown): WorkerRecord {
+    const patch = this.parse(WorkerPatchSchema, input);
+    const existing = this.workers.get(workerId);
+    if (!existing) throw workerNotFound(workerId);
+    return toRecord(this.reconcileWorker(applyPatch(existing.req, patch)));
+  }
+
+  deleteWorker(workerId: bigint): WorkerRecord {
+    const e = this.workers.get(workerId);
+    if (!e) throw workerNotFound(workerId);
+    e.lifecycle = 'draining';
+    this.detach(e);
+    e.lifecycle = 'unschedulable';
+    this.workers.delete(workerId);
+    return toRecord(e, 'unschedulable');
+  }
+
+  listWorkers(filter: FilterQuery | unknown = {}): WorkerRecord[] {
+    const f = parseBody(FilterQuerySchema, filter);
+    const out: WorkerRecord[] = [];
+    for (const e of this.workers.values()) {
+      if (f.model_name !== undefined && e.req.model_name !== f.model_name) continue;
+      if (f.routing_group !== undefined && e.req.routing_group !== f.routing_group) continue;
+      out.push(toRecord(e));
+    }
+    return out.sort(compareRecords);
+  }
+
+  ready(): ReadyResponse {
+    let n = 0;
+    for (const e of this.workers.values()) if (e.lifecycle === 'schedulable') n++;
+    return { ready: !this.closing && n > 0, schedulable_workers: n, workers: this.listWorkers() };
+  }
+
+  /** A partition by model and group (hosts and simulations feed its index directly). */
+  partition(modelName: string, routingGroup: string): Partition | undefined {
+    return this.partitions.get(partitionKeyOf(modelName, routingGroup));
+  }
+
+  /** Every partition. */
+  partitionList(): Partition[] { return [...this.partitions.values()]; }
+
+  /** Schedulable worker ids sorted (for tests and the simulator). */
+  schedulableWorkerIds(): bigint[] {
+    return [...this.workers.values()].filter((e) => e.lifecycle === 'schedulable').map((e) => e.req.worker_id)
+      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  /** Get or create a partition; a mismatching block size or eagle flag is a 409 SelectionError. */
+  ensurePartition(modelName: string, routingGroup: string, blockSize: number, isEagle: boolean): Partition {
+    const key = partitionKeyOf(modelName, routingGroup);
+    const p = this.partitions.get(key);
+    if (p) {
+      const label = partitionLabel(modelName, routingGroup);
+      if (p.blockSize !== blockSize) throw new SelectionError('SEL_CONFLICT', `${label} has block_size ${p.blockSize}, but ${blockSize} was requested`);
+      if (p.isEagle !== isEagle) throw new SelectionError('SEL_CONFLICT', `${label} has is_eagle ${p.isEagle}, but ${isEagle} was requested`);
+      return p;
+    }
+    const created = this.createPartition(key, modelName, routingGroup, blockSize, isEagle);
+    this.partitions.set(key, created);
+    return created;
+  }
+
+  /** The first step of every mutation and selection: refuse while shutting down, run due maintenance. */
+  protected live(): void {
+    if (this.closing) throw shuttingDown();
+    this.maintain();
+  }
+
+  /** {@link live}, then the body against its schema (422 naming the field). */
+  protected parse<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+    this.live();
+    return parseBody(schema, input);
+  }
+
+  /** The partition of a request, or the 503 (naming the partition when other workers are schedulable). */
+  protected readyPartition(model: string, group: string): Partition {
+    const part = this.partitions.get(partitionKeyOf(model, group));
+    if (part && part.schedulableCount() > 0) return part;
+    for (const e of this.workers.values()) if (e.lifecycle === 'schedulable') throw noSchedulableWorkersFor(model, group);
+    throw noSchedulableWorkers();
+  }
+
+  /** Whether the index is fed by KV events through a host feed (else the core owns removals). */
+  private get fedByEvents(): boolean { return this.feed !== null && this.config.useKvEvents; }
+
+  /** Apply a full worker record: partition move, reasons, partition creation, rank diff, listeners. */
+  private reconcileWorker(req: WorkerRequest): WorkerEntry {
+    const key = partitionKeyOf(req.model_name, req.routing_group);
+    const prev = this.workers.get(req.worker_id);
+    const entry: WorkerEntry = { req, lifecycle: 'incomplete', reasons: [], partitionKey: null };
+    const oldRanks = prev && prev.partitionKey === key ? new Set(ranksOf(prev.req)) : null;
+    if (prev && prev.partitionKey !== null && prev.partitionKey !== key) this.detach(prev);
+
+    const reasons = metadataReasons(req, { queueing: this.queueing, kvEvents: this.config.useKvEvents });
+    let part: Partition | null = null;
+    if (reasons.length === 0) {
+      try {
+        part = this.ensurePartition(req.model_name, req.routing_group, req.block_size as number, req.is_eagle ?? false);
+      } catch (err) {
+        reasons.push(`reconciliation failed: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+    if (part && this.fedByEvents) {
+      try {
+        this.feed!.reconcile(part, req.worker_id, eventEndpoints(req), req.replay_endpoint ?? null);
+      } catch (err) {
+        reasons.push(`reconciliation failed: ${err instanceof Error ? err.message : String(err)}`);
+        part = null;
+      }
+    }
+    entry.reasons = reasons;
+    if (!part || reasons.length > 0) {
+      if (prev && prev.partitionKey !== null) this.detach(prev);
+      this.workers.set(req.worker_id, entry);
+      return entry;
+    }
+    // same partition: keep bookings on ranks present in both snapshots
+    const newRanks = new Set(ranksOf(req));
+    if (oldRanks) {
+      for (const r of oldRanks) if (!newRanks.has(r)) this.dropRank(part, req.worker_id, r);
+    }
+    for (const r of newRanks) part.loads.addRank(req.worker_id, r);
+    entry.lifecycle = 'schedulable';
+    entry.partitionKey = key;
+    part.setWorker(entry);
+    this.workers.set(req.worker_id, entry);
+    this.drain(part);
+    return entry;
+  }
+
+  /** Remove a worker from its partition: listeners, blocks, bookings, reservation rows. */
+  private detach(e: WorkerEntry): void {
+    if (e.partitionKey === null) return;
+    const part = this.partitions.get(e.partitionKey);
+    e.partitionKey = null;
+    if (!part) return;
+    part.removeWorker(e.req.worker_id);
+    if (this.fedByEvents) this.feed!.detach(e.req.worker_id);
+    for (const r of part.loads.ranks()) if (r.workerId === e.req.worker_id) this.dropRank(part, r.workerId, r.dpRank);
+    part.index.removeWorker(e.req.worker_id);
+    this.drain(part);
+  }
+
+  private dropRank(part: Partition, workerId: bigint, dpRank: number): void {
+    this.dropBookings(part, workerId, dpRank);
+    if (!this.fedByEvents) part.index.removeRank(workerId, dpRank); // else the feed drops retired ranks
+    part.approx?.removeRank(workerId, dpRank);
+    part.predicted?.removeRank(workerId, dpRank);
+  }
+
+  /** A new partition with its policy instance, admission queue and session table. */
+  private createPartition(key: string, modelName: string, routingGroup: string, blockSize: number, isEagle: boolean): Partition {
+    const cfg = this.config;
+    const inst = this.policyConfig?.aggregated ?? null;
+    const name = inst?.type ?? cfg.workerSelectionPolicy;
+    const params = inst?.parameters ?? this.policyParameters;
+    const policy = name && name !== 'default' && this.policies
+      ? this.policies.create(name, { modelName, routingGroup, blockSize }, params) : null;
+    const created = new Partition(key, {
+      modelName, routingGroup, blockSize, isEagle, clock: this.clock, rng: this.rng,
+      expirySecs: cfg.activeRequestExpirySecs, trackActiveBlocks: cfg.routerTrackActiveBlocks, policy,
+      mode: !cfg.useKvEvents ? 'approximate' : cfg.routerPredictedTtlSecs !== null ? 'events+predicted' : 'events',
+      ttlSecs: !cfg.useKvEvents ? cfg.routerTtlSecs : cfg.routerPredictedTtlSecs ?? cfg.routerTtlSecs,
+    });
+    created.queue = new AdmissionQueue<Waiter>(
+      resolveProfile(this.policyConfig, modelName, cfg.routerQueueThreshold, cfg.routerQueuePolicy), this.clock);
+    const aff = this.affinity;
+    if (aff) {
+      created.affinity = new SessionAffinityTable({
+        ttlSecs: aff.ttlSecs, mode: aff.mode, maxEntries: aff.maxEntries, clock: this.clock,
+        writerId: this.replicaId, sequenceStart: this.affinitySequenceStart,
+        publish: (sessionId, t, v) => this.hooks.onAffinity?.({
+          modelName, routingGroup, sessionId, workerId: t.workerId, dpRank: t.dpRank, sequence: v.sequence, writerId: v.writerId,
+        }),
+      });
+    }
+    return created;
+  }
+}

@@ -30,6 +30,7 @@ export interface CliOptions {
   readonly sessionAffinity: { readonly ttlSecs: number; readonly mode: 'hard' | 'soft' } | null;
   readonly logLevel: LogLevel;
   readonly workersFile: string | null;
+  readonly routingPolicy: string | null;
 }
 
 /** Invalid command line; `problems` holds one line per problem, each naming its flag. */
@@ -60,6 +61,7 @@ export const FLAGS: readonly Flag[] = [
   { name: '--session-affinity-mode', value: 'MODE', default: 'hard', help: 'hard or soft (needs --session-affinity-ttl-secs)' },
   { name: '--log-level', value: 'LEVEL', default: 'info', help: LOG_LEVELS.join(', ') },
   { name: '--workers-file', value: 'PATH', default: 'none', help: 'JSON array of worker records to keep the catalog in sync with' },
+  { name: '--routing-policy', value: 'NAME', default: 'env', help: 'kv (Dynamo\'s cost, the default) or ttft[:name=value...]; overrides SELECT_SERVICE_ROUTING_POLICY' },
   { name: '--help', default: '', help: 'print this help and exit (also -h)' },
   { name: '--version', default: '', help: 'print the version and exit (also -V)' },
 ];
@@ -159,6 +161,7 @@ export function parseCliArgs(argv: readonly string[]): CliOptions {
     sessionAffinity: ttl === null ? null : { ttlSecs: ttl, mode: mode === 'soft' ? 'soft' : 'hard' },
     logLevel: logLevel as LogLevel,
     workersFile: str('--workers-file'),
+    routingPolicy: str('--routing-policy'),
   };
   if (problems.length > 0) throw new CliError(problems);
   return Object.freeze(opts);
@@ -171,5 +174,6 @@ export function routerOverrides(o: CliOptions): Partial<RouterConfig> {
   if (o.trackingHash !== null) out.routerTrackingHash = o.trackingHash as RouterConfig['routerTrackingHash'];
   if (o.trackingKeyFile !== null) out.routerTrackingKeyFile = o.trackingKeyFile;
   if (o.trackingKeyId !== null) out.routerTrackingKeyId = o.trackingKeyId;
+  if (o.routingPolicy !== null) out.routingPolicy = o.routingPolicy;
   return out;
 }

@@ -28,10 +28,12 @@ const USAGE = `usage: select-service simulate --trace FILE [options]
        select-service simulate --serve [--port P]
 
   --trace FILE              Mooncake JSONL trace (timestamp, input_length, output_length, hash_ids)
-  --limit N                 only the first N requests
-  --policies LIST           comma-separated, default ${DEFAULT_POLICIES}; kinds: kv, round_robin,
-                            random, least_loaded, session_affinity, custom; parameters as
-                            kind:key=value, e.g. kv:overlap_score_credit=0.5:router_temperature=0.1
+  --limit N                 only the first N requests (after --offset)
+  --offset N                drop the first N requests; the rest start at time 0
+  --policies LIST           comma-separated, default ${DEFAULT_POLICIES}; kinds: kv, ttft,
+                            round_robin, random, least_loaded, session_affinity, custom; parameters
+                            as kind:key=value, e.g. kv:overlap_score_credit=0.5:router_temperature=0.1
+                            or ttft:prior_tokens_per_sec=20000
   --workers N               workers (default 8)          --dp-ranks N       ranks per worker (1)
   --block-size N            tokens per block, divides 512 (default 512)
   --capacity-blocks N|inf   KV blocks per rank (default 524,288 tokens' worth)
@@ -56,7 +58,7 @@ const USAGE = `usage: select-service simulate --trace FILE [options]
 `;
 
 const OPTIONS = {
-  trace: { type: 'string' }, limit: { type: 'string' }, policies: { type: 'string' }, workers: { type: 'string' },
+  trace: { type: 'string' }, limit: { type: 'string' }, offset: { type: 'string' }, policies: { type: 'string' }, workers: { type: 'string' },
   'dp-ranks': { type: 'string' }, 'block-size': { type: 'string' }, 'capacity-blocks': { type: 'string' },
   profile: { type: 'string' }, 'max-concurrent': { type: 'string' },
   'max-batched-tokens': { type: 'string' }, 'queue-threshold': { type: 'string' }, 'queue-policy': { type: 'string' },
@@ -105,7 +107,7 @@ export async function main(argv: string[], io: CliIo = process): Promise<number>
       routerTemperature: number(values.temperature, 'temperature'),
     };
     const queue = queueOption(number(values['queue-threshold'], 'queue-threshold'), values['queue-policy']);
-    const trace = parseTrace(readFileSync(values.trace, 'utf8'), { limit: number(values.limit, 'limit') });
+    const trace = parseTrace(readFileSync(values.trace, 'utf8'), { limit: number(values.limit, 'limit'), offset: number(values.offset, 'offset') });
     const opts: SimulationOptions = {
       fleet, knobs, policies: values.policies ?? DEFAULT_POLICIES, seed: number(values.seed, 'seed') ?? 0,
       speed: number(values.speed, 'speed') ?? 1,

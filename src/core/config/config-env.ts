@@ -22,7 +22,7 @@ export const CONFIG_FIELDS = [
   'routerPredictedTtlSecs', 'routerApproximateCachePolicy', 'routerTtlSecs', 'routerEventThreads',
   'routerQueuePolicy', 'useRemoteIndexer', 'sharedCacheMultiplier', 'sharedCacheType',
   'hostCacheHitWeight', 'diskCacheHitWeight', 'routerPrefillLoadModel', 'routerActiveSequenceStride',
-  'activeRequestExpirySecs', 'overlapRefreshAfterSecs', 'workerSelectionPolicy',
+  'activeRequestExpirySecs', 'overlapRefreshAfterSecs', 'workerSelectionPolicy', 'routingPolicy',
 ] as const;
 
 /** One router-config field name. */
@@ -88,6 +88,8 @@ const BINDINGS: Readonly<Record<ConfigField, Binding>> = {
   activeRequestExpirySecs: b('uint', 'DYN_ROUTER_ACTIVE_REQUEST_EXPIRY_SECS'),
   overlapRefreshAfterSecs: b('float', 'DYN_ROUTER_OVERLAP_REFRESH_AFTER_SECS'),
   workerSelectionPolicy: b('string', 'DYN_ROUTER_WORKER_SELECTION_POLICY'),
+  // not a Dynamo variable, so not in Dynamo's DYN_ROUTER_* namespace (see the README)
+  routingPolicy: b('string', 'SELECT_SERVICE_ROUTING_POLICY'),
 };
 
 /** Canonical env variable of each field (used to name a field in error messages). */

@@ -73,10 +73,9 @@ export const SWEEP_COLUMNS: readonly [string, (m: PolicyMetrics) => string][] = 
   ['preempt', (m) => String(m.preemptions)],
 ];
 
-/** ms as seconds with 3 significant-ish digits. */
+/** Milliseconds below 10 s (whole ms), seconds above. */
 function secs(ms: number): string {
-  const s = ms / 1000;
-  return s >= 100 ? `${s.toFixed(0)}s` : s >= 10 ? `${s.toFixed(1)}s` : `${s.toFixed(2)}s`;
+  return ms < 10_000 ? `${ms.toFixed(0)}ms` : `${(ms / 1000).toFixed(ms < 100_000 ? 1 : 0)}s`;
 }
 
 /** The sweep as an aligned table: one row per (value, policy). */

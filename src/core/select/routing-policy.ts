@@ -12,7 +12,8 @@ export const TTFT_DEFAULTS = Object.freeze({
   decode_weight: 1,
   memory_weight: 1,
   memory_threshold: 0.9,
-  backlog_weight: 0,
+  backlog_weight: 30,
+  session_weight: 0.75,
 });
 export type TtftParams = { -readonly [K in keyof typeof TTFT_DEFAULTS]: number };
 

@@ -132,3 +132,21 @@ test('routing-policy syntax, and the configuration names the variable or flag on
   assert.throws(() => parseRouterConfig({ SELECT_SERVICE_ROUTING_POLICY: 'fifo' }), /SELECT_SERVICE_ROUTING_POLICY: unknown routing policy "fifo"/);
   assert.throws(() => parseRouterConfig({}, { routingPolicy: 'ttft:x=1' }), /--routing-policy: ttft: unknown parameter "x"/);
 });
+
+test('ttft cost: a saturated fleet weighs uncached tokens more, and a session stays home unless moving pays', () => {
+  const p = { decode_weight: 0, memory_weight: 0, prior_tokens_per_sec: 1000, backlog_weight: 1, session_weight: 0 };
+  // the least loaded candidate has 2,000 tokens (2 s) booked: uncached tokens weigh 1 + 2 = 3 times
+  const [cached, cold] = costs([cand(1, { cached: 1200, queued: 2000 }), cand(2, { queued: 3000 })], p);
+  assert.equal(cached, (2000 + 3 * 400) / 1000);
+  assert.equal(cold, (3000 + 3 * 1600) / 1000);
+  // a session's second request: every rank but its last one costs session_weight x prompt / rate more
+  const policy = createTtftPolicy({ modelName: 'm', routingGroup: 'g', blockSize: 16 }, { ...p, backlog_weight: 0, session_weight: 0.5 }, () => new PrefillRates());
+  const ctx = selectionContext({ promptTokens: 1600, blockSize: 16, tracksPrefillTokens: true, modelName: 'm', routingGroup: 'g', sessionId: 's1' });
+  const two = [cand(1, {}), cand(2, { queued: 100 })];
+  assert.equal(runPolicy(policy, ctx, two, seededRng(1)), 0, 'first request: the idle rank');
+  const later = [cand(1, { queued: 700 }), cand(2, { queued: 100 })];
+  assert.equal(runPolicy(policy, ctx, later, seededRng(1)), 0, '600 tokens more wait beats 800 tokens of moving');
+  const busier = [cand(1, { queued: 1000 }), cand(2, { queued: 100 })];
+  assert.equal(runPolicy(policy, ctx, busier, seededRng(1)), 1, 'moving pays once the home rank is 900 tokens behind');
+  assert.equal(runPolicy(policy, ctx, [cand(1, { queued: 700 }), cand(2, { queued: 100 })], seededRng(1)), 1, 'home follows the session');
+});

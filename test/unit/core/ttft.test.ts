@@ -11,7 +11,7 @@ import { parseRoutingPolicy, TTFT_DEFAULTS } from '../../../src/core/select/rout
 import { runPolicy, selectionContext, type CandidateView } from '../../../src/core/select/policy.js';
 import { parseRouterConfig } from '../../../src/core/config/config.js';
 import { seededRng } from '../../../src/core/random.js';
-import { ManualClock } from './core-helpers.js';
+import { ManualClock, makeCore, worker } from './core-helpers.js';
 
 test('learner: a completion accounts for the time since the later of its booking and the previous completion', () => {
   const r = new PrefillRates();
@@ -149,4 +149,18 @@ test('ttft cost: a saturated fleet weighs uncached tokens more, and a session st
   const busier = [cand(1, { queued: 1000 }), cand(2, { queued: 100 })];
   assert.equal(runPolicy(policy, ctx, busier, seededRng(1)), 1, 'moving pays once the home rank is 900 tokens behind');
   assert.equal(runPolicy(policy, ctx, [cand(1, { queued: 700 }), cand(2, { queued: 100 })], seededRng(1)), 1, 'home follows the session');
+});
+
+test('bookings a replica peer mirrored feed the learner like local ones', async () => {
+  const { core, clock } = makeCore({ SELECT_SERVICE_ROUTING_POLICY: 'ttft' });
+  core.upsertWorker(worker(1));
+  const ref = { modelName: 'model', routingGroup: 'default', blockSize: 4, requestId: 'peer-1', workerId: 1n, dpRank: 0, loraName: null };
+  assert.equal(core.applyReplicaEvent({ ...ref, kind: 'add', seq: null, trackPrefillTokens: true, expectedOutputTokens: null, prefillTokens: 8000 }), true);
+  clock.advance(400);
+  assert.equal(core.applyReplicaEvent({ ...ref, kind: 'prefill_complete' }), true);
+  const o = core.partition('model', 'default')!.loads.prefillRates.observed('1:0')!;
+  assert.deepEqual([o.samples, o.tokens, o.seconds], [1, 8000, 0.4]);
+  // and a local selection routes with ttft
+  const r = await core.selectAndReserve({ model_name: 'model', token_ids: Array.from({ length: 8 }, (_, i) => i + 1) });
+  assert.equal(r.worker_id, 1n);
 });

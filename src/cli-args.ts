@@ -5,6 +5,7 @@
  * config schema (`--router-tracking-hash`) and the service builder (ports, affinity TTL) are
  * checked there, with messages that name the same flags.
  */
+import { DEFAULT_MAX_MESSAGE_BYTES } from './service/kv-events/ingress.js';
 import type { RouterConfig } from './core/config/config.js';
 import { validateZmqEndpoint } from './service/zmq-endpoint.js';
 
@@ -31,6 +32,8 @@ export interface CliOptions {
   readonly logLevel: LogLevel;
   readonly workersFile: string | null;
   readonly routingPolicy: string | null;
+  /** KV-event messages above this size are dropped and counted. */
+  readonly kvEventsMaxMessageBytes: number;
 }
 
 /** Invalid command line; `problems` holds one line per problem, each naming its flag. */
@@ -62,6 +65,7 @@ export const FLAGS: readonly Flag[] = [
   { name: '--log-level', value: 'LEVEL', default: 'info', help: LOG_LEVELS.join(', ') },
   { name: '--workers-file', value: 'PATH', default: 'none', help: 'JSON array of worker records to keep the catalog in sync with' },
   { name: '--routing-policy', value: 'NAME', default: 'env', help: 'kv (Dynamo\'s cost, the default) or ttft[:name=value...]; overrides SELECT_SERVICE_ROUTING_POLICY' },
+  { name: '--kv-events-max-message-bytes', value: 'N', default: '67108864', help: 'KV-event messages above this size are dropped (and counted)' },
   { name: '--help', default: '', help: 'print this help and exit (also -h)' },
   { name: '--version', default: '', help: 'print the version and exit (also -V)' },
 ];
@@ -162,6 +166,7 @@ export function parseCliArgs(argv: readonly string[]): CliOptions {
     logLevel: logLevel as LogLevel,
     workersFile: str('--workers-file'),
     routingPolicy: str('--routing-policy'),
+    kvEventsMaxMessageBytes: num('--kv-events-max-message-bytes', true, 1) ?? DEFAULT_MAX_MESSAGE_BYTES,
   };
   if (problems.length > 0) throw new CliError(problems);
   return Object.freeze(opts);

@@ -38,6 +38,7 @@ export interface CliOptions {
   readonly sessionAffinity: { readonly ttlSecs: number; readonly mode: 'hard' | 'soft' } | null;
   readonly logLevel: LogLevel;
   readonly workersFile: string | null;
+  readonly routingPolicy: string | null;
   /** KV-event messages above this size are dropped and counted. */
   readonly kvEventsMaxMessageBytes: number;
 }
@@ -79,6 +80,7 @@ export const FLAGS: readonly Flag[] = [
   { name: '--session-affinity-mode', value: 'MODE', default: 'hard', help: 'hard or soft (needs --session-affinity-ttl-secs)' },
   { name: '--log-level', value: 'LEVEL', default: 'info', help: LOG_LEVELS.join(', ') },
   { name: '--workers-file', value: 'PATH', default: 'none', help: 'JSON array of worker records to keep the catalog in sync with' },
+  { name: '--routing-policy', value: 'NAME', default: 'env', help: 'kv (Dynamo\'s cost, the default) or ttft[:name=value...]; overrides SELECT_SERVICE_ROUTING_POLICY' },
   { name: '--kv-events-max-message-bytes', value: 'N', default: '67108864', help: 'KV-event messages above this size are dropped (and counted)' },
   { name: '--help', default: '', help: 'print this help and exit (also -h)' },
   { name: '--help-env', default: '', help: 'print every environment variable the service reads, with type, default and meaning, and exit' },
@@ -251,6 +253,7 @@ export function parseCliArgs(argv: readonly string[], env: Readonly<Record<strin
     sessionAffinity: ttl === null ? null : { ttlSecs: ttl, mode: mode === 'soft' ? 'soft' : 'hard' },
     logLevel: logLevel as LogLevel,
     workersFile: str('--workers-file'),
+    routingPolicy: str('--routing-policy'),
     kvEventsMaxMessageBytes: num('--kv-events-max-message-bytes', true, 1) ?? DEFAULT_MAX_MESSAGE_BYTES,
   };
   if (problems.length > 0) throw new CliError(problems);
@@ -264,5 +267,6 @@ export function routerOverrides(o: CliOptions): Partial<RouterConfig> {
   if (o.trackingHash !== null) out.routerTrackingHash = o.trackingHash as RouterConfig['routerTrackingHash'];
   if (o.trackingKeyFile !== null) out.routerTrackingKeyFile = o.trackingKeyFile;
   if (o.trackingKeyId !== null) out.routerTrackingKeyId = o.trackingKeyId;
+  if (o.routingPolicy !== null) out.routingPolicy = o.routingPolicy;
   return out;
 }

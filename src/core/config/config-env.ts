@@ -22,7 +22,7 @@ export const CONFIG_FIELDS = [
   'routerPredictedTtlSecs', 'routerApproximateCachePolicy', 'routerTtlSecs', 'routerEventThreads',
   'routerQueuePolicy', 'useRemoteIndexer', 'sharedCacheMultiplier', 'sharedCacheType',
   'hostCacheHitWeight', 'diskCacheHitWeight', 'routerPrefillLoadModel', 'routerActiveSequenceStride',
-  'activeRequestExpirySecs', 'overlapRefreshAfterSecs', 'workerSelectionPolicy',
+  'activeRequestExpirySecs', 'overlapRefreshAfterSecs', 'workerSelectionPolicy', 'routingPolicy',
 ] as const;
 
 /** One router-config field name. */
@@ -111,6 +111,8 @@ const BINDINGS: Readonly<Record<ConfigField, Binding>> = {
     'DYN_ROUTER_OVERLAP_REFRESH_AFTER_SECS'),
   workerSelectionPolicy: b('string', 'name of the worker-selection policy (default: the built-in cost function; embedders register their own)',
     'DYN_ROUTER_WORKER_SELECTION_POLICY'),
+  // not a Dynamo variable, so not in Dynamo's DYN_ROUTER_* namespace (see the README)
+  routingPolicy: b('string', 'routing policy: kv (Dynamo\'s cost, the default) or ttft, with parameters as ttft:key=value (same as --routing-policy)', 'SELECT_SERVICE_ROUTING_POLICY'),
 };
 
 /** How a variable is written and what it does (`--help-env`, the README's environment table). */

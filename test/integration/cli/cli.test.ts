@@ -124,6 +124,8 @@ test('invalid flags and environment exit 2 with a message naming the problem', a
     [['--log-level', 'loud'], {}, /--log-level: must be one of/],
     [[], { DYN_ROUTER_TEMPERATURE: 'warm' }, /DYN_ROUTER_TEMPERATURE: must be a number/],
     [[], { DYN_ROUTER_QUEUE_POLICY: 'random' }, /DYN_ROUTER_QUEUE_POLICY: must be one of fcfs, lcfs, wspt/],
+    [['--routing-policy', 'fastest'], {}, /--routing-policy: unknown routing policy "fastest" \(known: kv, ttft\)/],
+    [[], { SELECT_SERVICE_ROUTING_POLICY: 'ttft:speed=2' }, /SELECT_SERVICE_ROUTING_POLICY: ttft: unknown parameter "speed"/],
   ];
   for (const [args, env, message] of cases) {
     const r = await runCli(args, env);
@@ -131,6 +133,30 @@ test('invalid flags and environment exit 2 with a message naming the problem', a
     assert.match(r.stderr, message, args.join(' '));
     assert.equal(r.stdout, '', 'nothing started');
   }
+});
+
+test('--routing-policy ttft (or SELECT_SERVICE_ROUTING_POLICY) routes by estimated time to first token; kv stays the default', async (t) => {
+  // worker 1 holds a 40-block prefix of a finished prefill (its blocks are active decode load);
+  // worker 2 is idle. Dynamo's cost charges worker 1 those 40 decode blocks and picks worker 2;
+  // ttft estimates 16 uncached tokens on worker 1 against 64 on worker 2 and picks worker 1.
+  const tokens = (n: number, from = 1): number[] => Array.from({ length: n }, (_, i) => from + i);
+  const pick = async (args: string[], env: Record<string, string>): Promise<number> => {
+    const { base } = await startCli(t, args, { DYN_ROUTER_USE_KV_EVENTS: 'false', ...env });
+    for (const id of [1, 2]) {
+      const r = await post(base, '/workers', { worker_id: id, model_name: 'model', endpoint: `http://worker-${id}:8000`, block_size: 4, total_kv_blocks: 100 });
+      assert.equal(r.status, 201);
+    }
+    const warm = await post(base, '/reservations', { model_name: 'model', selection_id: 'warm', worker_id: 1, token_ids: tokens(160) });
+    assert.equal(warm.status, 201, await warm.text());
+    assert.equal((await post(base, '/reservations/warm/prefill_complete', {})).status, 200);
+    const r = await post(base, '/select', { model_name: 'model', token_ids: [...tokens(48), ...tokens(16, 1000)] });
+    assert.equal(r.status, 200);
+    return ((await r.json()) as { worker_id: number }).worker_id;
+  };
+  assert.equal(await pick([], {}), 2, 'kv by default');
+  assert.equal(await pick(['--routing-policy', 'ttft'], {}), 1, '--routing-policy ttft');
+  assert.equal(await pick([], { SELECT_SERVICE_ROUTING_POLICY: 'ttft' }), 1, 'SELECT_SERVICE_ROUTING_POLICY=ttft');
+  assert.equal(await pick(['--routing-policy', 'kv'], { SELECT_SERVICE_ROUTING_POLICY: 'ttft' }), 2, 'the flag wins over the variable');
 });
 
 test('--help lists every flag and exits 0; --version prints the package version', async () => {

@@ -87,7 +87,7 @@ test('SELECT_SERVICE_* variables stand in for flags with a value; the flag wins;
     'router overrides and switches have no SELECT_SERVICE_ variable');
   assert.deepEqual(FLAGS.filter((f) => flagEnv(f) === null).map((f) => f.name),
     ['--router-assume-kv-reuse', '--no-router-assume-kv-reuse', '--router-tracking-hash', '--router-tracking-key-file', '--router-tracking-key-id',
-      '--help', '--help-env', '--version']);
+      '--routing-policy', '--help', '--help-env', '--version'], 'router overrides read their own variable (SELECT_SERVICE_ROUTING_POLICY through the router configuration)');
 });
 
 test('unknown DYN_ROUTER_* and SELECT_SERVICE_* variables are named with the closest known one; known names and aliases are not', () => {

@@ -48,13 +48,18 @@ export interface ServiceOptions {
   trackingKey?: Uint8Array;
   /** A KV-event feed; by default the ZMQ ingress when `use_kv_events` is on. */
   feed?: IndexFeed | null;
+  /** Limits of the default KV-event ingress. */
+  kvEvents: KvEventLimits;
 }
+
+/** Limits of the KV-event ingress: message size, and ranks (one connection each; null: no cap). */
+export interface KvEventLimits { maxMessageBytes?: number; maxRanks?: number | null }
 
 /** Builds a {@link SelectionService}. */
 export class SelectionServiceBuilder {
   private readonly o: ServiceOptions = {
     indexerPeers: [], replicaSyncPort: null, replicaSyncPeers: [], selectionCache: {}, sessionAffinity: null,
-    policies: null, logger: silentLogger,
+    policies: null, logger: silentLogger, kvEvents: {},
   };
 
   constructor(private readonly config: RouterConfig) {}
@@ -75,6 +80,8 @@ export class SelectionServiceBuilder {
   trackingKey(k: Uint8Array): this { this.o.trackingKey = k; return this; }
   /** Replace the KV-event feed (null: none, the index is fed by the host). */
   feed(f: IndexFeed | null): this { this.o.feed = f; return this; }
+  /** Limits of the default KV-event ingress (by default no rank cap: the CLI derives one from `ulimit -n`). */
+  kvEvents(l: KvEventLimits): this { this.o.kvEvents = { ...l }; return this; }
 
   /** Validates, sets up the core and its attachments, recovers from peers, and returns the service. */
   async build(): Promise<SelectionService> {
@@ -90,7 +97,7 @@ export class SelectionServiceBuilder {
     const policyConfig = await readPolicyConfig(cfg);
     const hooks: CoreHooks = {};
     // The ZMQ ingress is the default feed when use_kv_events is on (a given feed replaces it).
-    const ingress: IngressHandle | null = o.feed === undefined && cfg.useKvEvents ? new ZmqKvIngress({ logger: o.logger }) : null;
+    const ingress: IngressHandle | null = o.feed === undefined && cfg.useKvEvents ? new ZmqKvIngress({ logger: o.logger, ...o.kvEvents }) : null;
     const feed = o.feed === undefined ? ingress : o.feed;
     const coreOptions: CoreOptions = {
       clock: o.clock, rng: o.rng, selectionCache: o.selectionCache, trackingKey, policies: o.policies ?? undefined,

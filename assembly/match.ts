@@ -40,9 +40,12 @@ let rows: u32 = 0;
  */
 function resolvePath(ix: Index, q: usize, n: i32, path: usize): i32 {
   const p = ix.p0;
-  let prev: u32 = 0, h: u64 = 0, level: i32 = 0, acc: u64 = 0;
+  let prev: u32 = 0, h: u64 = 0, level: i32 = 0, acc: u64 = 0, chunk: i32 = 8;
   while (level < n) {
-    const end = min(n, level + CHUNK);
+    // Chunks of 8, 16, then 32 levels: a query usually runs past the tree's path, and the
+    // probes of levels beyond it are wasted.
+    const end = min(n, level + chunk);
+    if (chunk < CHUNK) chunk <<= 1;
     h = prefetchChildren(p, h, q, level, end);
     for (let i = level; i < end; i++) {
       const j = <usize>(i - level);
@@ -62,17 +65,17 @@ function resolvePath(ix: Index, q: usize, n: i32, path: usize): i32 {
 /**
  * Device depths when no holding is an orphan (radix.ts): a slot holding a node holds all its
  * ancestors, so the holders along the path are nested (H1 ⊇ H2 ⊇ ... ⊇ HL) and a slot's depth is
- * the deepest level that holds it. Level 1's holders become the rows; below, only the levels
- * whose holder count drops (and the last) are walked, deepest first, each assigning its level
- * to the holders not assigned yet. Cost: |H1| + the holders of those levels, where the
+ * the deepest level that holds it. Level 1's holders become the rows, at depth 1; below, only the
+ * levels whose holder count drops (and the last) are walked, deepest first, each assigning its
+ * level to the holders still at depth 1. Cost: |H1| + the holders of those levels, where the
  * level-synchronous walk visits every holder of every level (a shared prefix of 100 blocks held
  * by 128 slots: 12,800 visits against 128 plus the drops).
  */
 function closedWalk(ix: Index, path: usize, levels: i32, outSlot: usize, epoch: u32, needLast: bool): void {
   const p = ix.p0, depth = ix.depth, last = ix.last;
-  visitHolders(ix, rec32(p, load<u32>(path)), 0, outSlot, epoch, false);
+  visitHolders(ix, rec32(p, load<u32>(path)), 1, outSlot, epoch, needLast); // every row at depth 1
   let below: u32 = 0;
-  for (let k = levels; k >= 1; k--) {
+  for (let k = levels; k >= 2; k--) {
     const r = rec32(p, load<u32>(path + (<usize>(k - 1) << 2)));
     const hold = load<u32>(r, N_HOLD);
     const c: u32 = (hold & 1) != 0 ? 1 : setCount(<usize>hold);
@@ -80,7 +83,7 @@ function closedWalk(ix: Index, path: usize, levels: i32, outSlot: usize, epoch: 
     below = c;
     if ((hold & 1) != 0) {
       const s = hold >> 1;
-      if (load<u32>(depth + (<usize>s << 2)) == 0) {
+      if (load<u32>(depth + (<usize>s << 2)) == 1) {
         store<u32>(depth + (<usize>s << 2), <u32>k);
         if (needLast) store<u64>(last + (<usize>s << 3), load<u64>(r, N_EXT0));
       }
@@ -89,7 +92,7 @@ function closedWalk(ix: Index, path: usize, levels: i32, outSlot: usize, epoch: 
     const v = <usize>hold;
     for (let i: u32 = 0; i < c; i++) {
       const s = setSlotAt(v, i);
-      if (load<u32>(depth + (<usize>s << 2)) != 0) continue;
+      if (load<u32>(depth + (<usize>s << 2)) != 1) continue;
       store<u32>(depth + (<usize>s << 2), <u32>k);
       if (needLast) store<u64>(last + (<usize>s << 3), setExtAt(v, i));
     }
@@ -107,8 +110,7 @@ function visitHolders(ix: Index, r: usize, lv: u32, outSlot: usize, epoch: u32, 
   let advanced: u32 = 0;
   for (let i: u32 = 0; i < c; i++) {
     const s = one ? hold >> 1 : setSlotAt(v, i);
-    if (lv <= 1) touch(ix, s, outSlot, epoch);
-    if (lv == 0) continue;
+    if (lv == 1) touch(ix, s, outSlot, epoch);
     if (load<u32>(stamp + (<usize>s << 2)) == epoch && load<u32>(depth + (<usize>s << 2)) == lv - 1) {
       store<u32>(depth + (<usize>s << 2), lv);
       if (needLast) store<u64>(last + (<usize>s << 3), one ? load<u64>(r, N_EXT0) : setExtAt(v, i));

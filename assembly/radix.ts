@@ -120,7 +120,7 @@ export function prefetchChildren(p: Pool, h: u64, locals: usize, base: i32, end:
   }
   for (let i = 0; i < end - base; i++) {
     const w = load<u64>(<usize>load<u32>(chunkCells + (<usize>i << 2)));
-    if (<u32>w != NONE) acc ^= load<u64>(rec32(p, <u32>w), N_HASH);
+    if (<u32>w != NONE && <u32>(w >> 32) == hashFp(load<u64>(chunkHashes + (<usize>i << 3)))) acc ^= load<u64>(rec32(p, <u32>w), N_HASH);
   }
   sink ^= acc;
   return h;

@@ -13,8 +13,9 @@
  * again on recycled memory (replayWasm).
  *
  *   node build/dist/bench/index.bench.js [trace.jsonl] [--workers=16,128,1024,8000] [--requests=N]
- *     [--reference-max=1024] [--repeat=3]
+ *     [--reference-max=1024] [--repeat=3] [--wasm=a.wasm,b.wasm (an A/B of builds, alternating)]
  */
+import { readFileSync } from 'node:fs';
 import { Bench } from 'tinybench';
 import { buildOps, readTrace, type OpStream } from './mooncake-ops.js';
 import { WasmPrefixIndex } from '../src/core/index/wasm-index.js';
@@ -41,7 +42,7 @@ let parentWords: Uint32Array = new Uint32Array(0);
 
 /** Every op of the stream through the hot surface, each timed. */
 function timeOps(ix: WasmPrefixIndex, ops: OpStream): Run {
-  const before = ix.wasm.memoryBytes(), liveBefore = ix.wasm.exports.memLiveBytes();
+  const before = ix.wasm.memoryBytes(), liveBefore = liveBytes(ix);
   const opMs = new Float64Array(ops.count);
   const t0 = performance.now();
   for (let i = 0; i < ops.count; i++) {
@@ -61,7 +62,13 @@ function timeOps(ix: WasmPrefixIndex, ops: OpStream): Run {
   }
   const seconds = (performance.now() - t0) / 1000;
   const pairs = Math.max(1, ix.holdingCount(DEVICE));
-  return { seconds, opMs, bytesPerPair: (ix.wasm.memoryBytes() - before) / pairs, liveBytesPerPair: (ix.wasm.exports.memLiveBytes() - liveBefore) / pairs };
+  return { seconds, opMs, bytesPerPair: (ix.wasm.memoryBytes() - before) / pairs, liveBytesPerPair: (liveBytes(ix) - liveBefore) / pairs };
+}
+
+/** The allocator's live bytes (NaN for an older module without the export: --wasm A/B runs). */
+function liveBytes(ix: WasmPrefixIndex): number {
+  const x = ix.wasm.exports as Partial<WasmPrefixIndex['wasm']['exports']>;
+  return typeof x.memLiveBytes === 'function' ? x.memLiveBytes() : NaN;
 }
 
 /**
@@ -70,8 +77,8 @@ function timeOps(ix: WasmPrefixIndex, ops: OpStream): Run {
  * again on recycled memory. The first pays for faulting in new memory (on this VM a first touch
  * costs ~30 us per 4 KiB page, more than the index work itself); the second is the steady state.
  */
-function replayWasm(ops: OpStream, workers: number): [Run, Run] {
-  const ix = new WasmPrefixIndex(new Wasm());
+function replayWasm(ops: OpStream, workers: number, module?: WebAssembly.Module): [Run, Run] {
+  const ix = new WasmPrefixIndex(new Wasm(module));
   ix.ensureSlots(workers);
   parentWords = new Uint32Array(ops.parent.buffer, ops.parent.byteOffset, ops.count * 2);
   const cold = timeOps(ix, ops);
@@ -107,10 +114,15 @@ function combine(name: string, ops: OpStream, workers: number, runs: Run[]): Res
   return { name, seconds: inCalls / 1000, matchNs, applySeconds: apply / 1000, bytesPerPair: runs[0].bytesPerPair, maxCallMs: stall };
 }
 
-function runWasm(ops: OpStream, workers: number, repeat: number): [Result, Result] {
-  const runs: [Run, Run][] = [];
-  for (let r = 0; r < repeat; r++) runs.push(replayWasm(ops, workers));
-  return [combine('wasm', ops, workers, runs.map((r) => r[0])), combine('wasm, memory recycled', ops, workers, runs.map((r) => r[1]))];
+/**
+ * The wasm rows: the embedded module, or each module of `modules` (an A/B of builds: their runs
+ * alternate, so load on a shared machine hits them alike). Returns (from empty, recycled) per module.
+ */
+function runWasm(ops: OpStream, workers: number, repeat: number, modules: { name: string; module?: WebAssembly.Module }[]): [Result, Result][] {
+  const runs: [Run, Run][][] = modules.map(() => []);
+  for (let r = 0; r < repeat; r++) modules.forEach((m, k) => runs[k].push(replayWasm(ops, workers, m.module)));
+  return modules.map((m, k) => [combine(m.name, ops, workers, runs[k].map((x) => x[0])),
+    combine(`${m.name}, memory recycled`, ops, workers, runs[k].map((x) => x[1]))]);
 }
 
 function runReference(ops: OpStream): Result {
@@ -195,13 +207,17 @@ export async function main(argv = process.argv.slice(2)): Promise<string> {
   const workerList = (option(argv, 'workers') ?? '16,128,1024,8000').split(',').map(Number);
   const referenceMax = Number(option(argv, 'reference-max') ?? 1024);
   const repeat = Math.max(1, Number(option(argv, 'repeat') ?? 3));
+  const wasmFiles = option(argv, 'wasm')?.split(',') ?? [];
+  const modules = wasmFiles.length === 0 ? [{ name: 'wasm' }]
+    : wasmFiles.map((f) => ({ name: `wasm ${f}`, module: new WebAssembly.Module(readFileSync(f)) }));
   const chains = readTrace(trace, Number(option(argv, 'requests') ?? Infinity));
   const lines = ['| W | impl | combined block-ops/s | match p50 µs | match p99 µs | apply blocks/s | bytes/(block,worker) | growth stall ms |',
     '|---|---|---|---|---|---|---|---|'];
   for (const w of workerList) {
     const ops = buildOps(chains, w, 16384);
-    const [a, warm] = runWasm(ops, w, repeat);
-    lines.push(report(ops, w, a), report(ops, w, warm));
+    const wasm = runWasm(ops, w, repeat, modules);
+    for (const [cold, warm] of wasm) lines.push(report(ops, w, cold), report(ops, w, warm));
+    const a = wasm[wasm.length - 1][0];
     if (w <= referenceMax) {
       const b = runReference(ops);
       lines.push(report(ops, w, b));

@@ -179,6 +179,38 @@ async function micro(chains: number[][]): Promise<string> {
   return bench.tasks.map((t) => `| ${t.name} | ${(t.result as { latency?: { p50?: number } })?.latency?.p50 !== undefined ? (((t.result as { latency: { p50: number } }).latency.p50) * 1e6).toFixed(0) + ' ns' : '-'} | ${Math.round((t.result as { throughput?: { mean?: number } })?.throughput?.mean ?? 0).toLocaleString()} ops/s |`).join('\n');
 }
 
+/**
+ * What the machine charges for memory the index grows into, measured here because it bounds the
+ * "from empty" rows: (1) the first touch of fresh pages (a 64 MiB ArrayBuffer, one write per
+ * 4 KiB page); (2) memory.grow of a non-shared and a shared WebAssembly.Memory beside a JS heap of
+ * ~60 MB (V8 accounts a non-shared growth as external memory and may run a full GC for it).
+ */
+function machineProbes(): string {
+  const u8 = new Uint8Array(64 << 20);
+  let t = performance.now();
+  for (let off = 0; off < u8.length; off += 4096) u8[off] = 1;
+  const touchUs = ((performance.now() - t) * 1000) / (u8.length / 4096);
+  const heap: { a: number; b: number[] }[] = [];
+  for (let i = 0; i < 600_000; i++) heap.push({ a: i, b: [i] });
+  const grow = (shared: boolean): string => {
+    const m = new WebAssembly.Memory({ initial: 16, maximum: 65536, shared });
+    let worst = 0;
+    t = performance.now();
+    for (let i = 0; i < 200; i++) {
+      const g = performance.now();
+      m.grow(16);
+      worst = Math.max(worst, performance.now() - g);
+    }
+    return `${(performance.now() - t).toFixed(1)} ms in all, worst ${worst.toFixed(1)} ms`;
+  };
+  const objects = heap.length.toLocaleString('en-US');
+  return [
+    `| first touch of fresh memory, per 4 KiB page | ${touchUs.toFixed(2)} µs |`,
+    `| 200 x memory.grow(1 MiB), non-shared memory, beside a JS heap of ${objects} small objects (~60 MB) | ${grow(false)} |`,
+    `| 200 x memory.grow(1 MiB), shared memory, same heap | ${grow(true)} |`,
+  ].join('\n');
+}
+
 function runWasmInto(ix: WasmPrefixIndex, ops: OpStream): void {
   parentWords = new Uint32Array(ops.parent.buffer, ops.parent.byteOffset, ops.count * 2);
   for (let i = 0; i < ops.count; i++) if (ops.kind[i] === 1) storeOp(ix, ops, i);
@@ -227,7 +259,8 @@ export async function main(argv = process.argv.slice(2)): Promise<string> {
     console.error(`W=${w}: ${ops.count} ops, ${ops.blocks.matched} matched, ${ops.blocks.stored} stored, ${ops.blocks.removed} removed blocks`);
   }
   const out = `### Mooncake conversation trace replay (${chains.length} requests, 1 block per hash_id, capacity 16,384 blocks/worker)\n\n` +
-    lines.join('\n') + '\n\n### Micro (tinybench, W = 128)\n\n| case | p50 | throughput |\n|---|---|---|\n' + (await micro(chains)) + '\n';
+    lines.join('\n') + '\n\n### Micro (tinybench, W = 128)\n\n| case | p50 | throughput |\n|---|---|---|\n' + (await micro(chains)) +
+    '\n\n### Machine probes\n\n| probe | cost |\n|---|---|\n' + machineProbes() + '\n';
   console.log(out);
   return out;
 }

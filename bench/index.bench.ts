@@ -17,7 +17,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Bench } from 'tinybench';
-import { buildOps, readTrace, type OpStream } from './mooncake-ops.js';
+import { buildOps, option, readTrace, type OpStream } from './mooncake-ops.js';
 import { WasmPrefixIndex } from '../src/core/index/wasm-index.js';
 import { Wasm } from '../src/core/index/wasm.js';
 import { ReferenceIndex } from '../test/reference/index-model.js';
@@ -223,15 +223,6 @@ function storeOp(ix: WasmPrefixIndex, ops: OpStream, i: number): void {
   ix.wasm.writeExts(ops.exts.subarray(s, s + n));
   if (ops.hasParent[i]) ix.wasm.setParentWords(parentWords[2 * i], parentWords[2 * i + 1]);
   ix.storeN(ops.slot[i], DEVICE, ops.hasParent[i] === 1, n);
-}
-
-/** `--name=value` or `--name value`, else undefined. */
-function option(argv: string[], name: string): string | undefined {
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i].startsWith(`--${name}=`)) return argv[i].slice(name.length + 3);
-    if (argv[i] === `--${name}`) return argv[i + 1];
-  }
-  return undefined;
 }
 
 export async function main(argv = process.argv.slice(2)): Promise<string> {

@@ -21,8 +21,6 @@ let rows: u32 = 0;
 @inline function touch(ix: Index, slot: u32, outSlot: usize, epoch: u32): void {
   store<u32>(ix.stamp + (<usize>slot << 2), epoch);
   store<u32>(ix.depth + (<usize>slot << 2), 0);
-  store<u32>(ix.pos + (<usize>slot << 2), 0);
-  store<u32>(ix.row + (<usize>slot << 2), rows);
   store<u32>(outSlot + (<usize>rows << 2), slot);
   rows++;
 }
@@ -132,7 +130,7 @@ export function matchInto(ix: Index, q: usize, n: i32, path: usize, outSlot: usi
   const p = ix.p0;
   const stamp = ix.stamp, depth = ix.depth, last = ix.last;
   // --- device tier ---
-  const needLast = ix.p1.live + ix.p2.live + ix.p3.live > 0;
+  const needLast = ix.p1.live + ix.p2.live + ix.p3.live > 0; // lower tiers hold blocks
   const levels = resolvePath(ix, q, n, path);
   if (levels > 0) {
     if (ix.orphans == 0) closedWalk(ix, path, levels, outSlot, epoch, needLast);
@@ -143,14 +141,15 @@ export function matchInto(ix: Index, q: usize, n: i32, path: usize, outSlot: usi
       }
     }
   }
+  for (let i: u32 = 0; i < rows; i++) store<u32>(outDev + (<usize>i << 2), load<u32>(depth + (<usize>load<u32>(outSlot + (<usize>i << 2)) << 2)));
+  memory.fill(outHost, 0, <usize>rows << 2);
+  memory.fill(outDisk, 0, <usize>rows << 2);
+  memory.fill(outExtn, 0, <usize>rows << 2);
+  // Without lower-tier blocks every row is a device row (depth >= 1): done.
+  if (!needLast) return <i32>rows;
   for (let i: u32 = 0; i < rows; i++) {
     const s = load<u32>(outSlot + (<usize>i << 2));
-    const d = load<u32>(depth + (<usize>s << 2));
-    store<u32>(outDev + (<usize>i << 2), d);
-    store<u32>(ix.pos + (<usize>s << 2), d);
-    store<u32>(outHost + (<usize>i << 2), 0);
-    store<u32>(outDisk + (<usize>i << 2), 0);
-    store<u32>(outExtn + (<usize>i << 2), 0);
+    store<u32>(ix.pos + (<usize>s << 2), load<u32>(depth + (<usize>s << 2)));
   }
   // --- lower tiers, in continuation order ---
   for (let tier = TIER_HOST; tier <= TIER_EXTERNAL; tier++) {
@@ -167,6 +166,7 @@ export function matchInto(ix: Index, q: usize, n: i32, path: usize, outSlot: usi
         if (load<u32>(stamp + (<usize>s << 2)) == epoch) continue;
         const row = rows;
         touch(ix, s, outSlot, epoch);
+        store<u32>(ix.pos + (<usize>s << 2), 0);
         store<u32>(outDev + (<usize>row << 2), 0);
         store<u32>(outHost + (<usize>row << 2), 0);
         store<u32>(outDisk + (<usize>row << 2), 0);

@@ -6,7 +6,7 @@
 //   +-- maps          usize[slotCap * 4]: per (slot, tier) a hashtab.ts table engine hash -> record
 //   +-- depth/stamp   u32[slotCap]: match work (stamp == epoch marks a slot touched this match)
 //   +-- last          u64[slotCap]: engine hash at the slot's current continuation point
-//   +-- pos           u32[slotCap]: continuation position; row u32[slotCap]: output row of slot
+//   +-- pos           u32[slotCap]: continuation position (lower tiers)
 //   +-- orphans       device holdings (slot, node) where the slot does not hold node's parent
 import { NONE, TIER_COUNT, NODE_BYTES, EDGE_BYTES, N_PARENT, N_KIDS, N_KPOS } from './layout';
 import { Pool, poolNew, poolFree, poolAlloc, rec } from './pool';
@@ -22,7 +22,6 @@ import { memAlloc, memAllocZero, memFree } from './mem';
   stamp: usize;
   last: usize;
   pos: usize;
-  row: usize;
   epoch: u32;
   h0: u32; h1: u32; h2: u32; h3: u32;   // holdings per tier (sum of lookup sizes)
   orphans: u32;   // device holdings whose slot does not hold the node's parent (radix.ts)
@@ -88,7 +87,6 @@ export function ensureSlots(ix: Index, n: u32): void {
   ix.stamp = growArray(ix.stamp, o * 4, c * 4);
   ix.last = growArray(ix.last, o * 8, c * 8);
   ix.pos = growArray(ix.pos, o * 4, c * 4);
-  ix.row = growArray(ix.row, o * 4, c * 4);
   ix.slotCap = cap;
 }
 
@@ -125,7 +123,7 @@ export function indexRelease(h: i32): void {
   freePool(ix.p0); freePool(ix.p1); freePool(ix.p2); freePool(ix.p3);
   const c = <usize>ix.slotCap;
   memFree(ix.maps, c * TIER_COUNT * 4); memFree(ix.depth, c * 4); memFree(ix.stamp, c * 4);
-  memFree(ix.last, c * 8); memFree(ix.pos, c * 4); memFree(ix.row, c * 4);
+  memFree(ix.last, c * 8); memFree(ix.pos, c * 4);
   memFree(changetype<usize>(ix), offsetof<Index>());
   store<usize>(handles + (<usize>h << 2), 0);
 }

@@ -171,6 +171,9 @@ function dropHolding(ix: Index, p: Pool, n: u32, r: usize, slot: u32): void {
   else deleteSubtree(ix, p, n, slot);
 }
 
+/** The slot deviceClear is dropping: its orphans left the count up front. */
+let clearing: u32 = NONE;
+
 /** Delete every holder's lookup entry for node n and free its holder set; `wasOrphan`: see deleteSubtree. */
 function releaseHolders(ix: Index, p: Pool, r: usize, n: u32, top: u32, dropper: u32): void {
   const h = load<u32>(r, N_HOLD);
@@ -178,14 +181,14 @@ function releaseHolders(ix: Index, p: Pool, r: usize, n: u32, top: u32, dropper:
   if ((h & 1) != 0) {
     const s = h >> 1;
     tabDelete(slotMap(ix, s, 0), extFp(load<u64>(r, N_EXT0)), n);
-    if (count && wasOrphan(p, r, top, dropper, s)) ix.orphans--;
+    if (count && s != clearing && wasOrphan(p, r, top, dropper, s)) ix.orphans--;
     addHoldings(ix, 0, -1);
   } else if (h != 0) {
     const v = <usize>h, c = setCount(v);
     for (let i: u32 = 0; i < c; i++) {
       const s = setSlotAt(v, i);
       tabDelete(slotMap(ix, s, 0), extFp(setExtAt(v, i)), n);
-      if (count && wasOrphan(p, r, top, dropper, s)) ix.orphans--;
+      if (count && s != clearing && wasOrphan(p, r, top, dropper, s)) ix.orphans--;
     }
     setFree(v);
     addHoldings(ix, 0, -<i32>c);
@@ -324,12 +327,22 @@ export function deviceClear(ix: Index, slot: u32, work: usize): void {
   const m = slotMap(ix, slot, 0);
   if (tabCount(m) == 0) return;
   const k = tabValues(m, work);
+  // The slot's own orphans leave the count at once, while its holdings are intact; the drops
+  // below then do no orphan bookkeeping for it (no node's children are scanned).
+  if (ix.orphans > 0) {
+    let own: u32 = 0;
+    for (let i: u32 = 0; i < k; i++) if (!parentHeld(p, rec32(p, load<u32>(work + (<usize>i << 2))), slot)) own++;
+    ix.orphans -= own;
+  }
   // Reset the lookup (its entries are dropped below without per-entry deletes).
   tabReset(m);
+  clearing = slot;
   for (let i: u32 = 0; i < k; i++) {
     const node = load<u32>(work + (<usize>i << 2));
     const r = rec32(p, node);
     if (load<u32>(r, N_HOLD) == FREED || !holds(r, slot)) continue;
-    dropHolding(ix, p, node, r, slot);
+    addHoldings(ix, 0, -1);
+    if (dropHolder(r, slot) == 0) deleteSubtree(ix, p, node, slot);
   }
+  clearing = NONE;
 }

@@ -19,7 +19,7 @@ import { readFileSync } from 'node:fs';
 import { Bench } from 'tinybench';
 import { buildOps, option, readTrace, type OpStream } from './mooncake-ops.js';
 import { WasmPrefixIndex } from '../src/core/index/wasm-index.js';
-import { Wasm } from '../src/core/index/wasm.js';
+import { Wasm, compileWasm } from '../src/core/index/wasm.js';
 import { ReferenceIndex } from '../test/reference/index-model.js';
 import type { BlockRef, Tier } from '../src/core/index/index-types.js';
 
@@ -77,7 +77,7 @@ function liveBytes(ix: WasmPrefixIndex): number {
  * again on recycled memory. The first pays for faulting in new memory (on this VM a first touch
  * costs ~30 us per 4 KiB page, more than the index work itself); the second is the steady state.
  */
-function replayWasm(ops: OpStream, workers: number, module?: WebAssembly.Module): [Run, Run] {
+function replayWasm(ops: OpStream, workers: number, module: WebAssembly.Module): [Run, Run] {
   const ix = new WasmPrefixIndex(new Wasm(module));
   ix.ensureSlots(workers);
   parentWords = new Uint32Array(ops.parent.buffer, ops.parent.byteOffset, ops.count * 2);
@@ -118,7 +118,7 @@ function combine(name: string, ops: OpStream, workers: number, runs: Run[]): Res
  * The wasm rows: the embedded module, or each module of `modules` (an A/B of builds: their runs
  * alternate, so load on a shared machine hits them alike). Returns (from empty, recycled) per module.
  */
-function runWasm(ops: OpStream, workers: number, repeat: number, modules: { name: string; module?: WebAssembly.Module }[]): [Result, Result][] {
+function runWasm(ops: OpStream, workers: number, repeat: number, modules: { name: string; module: WebAssembly.Module }[]): [Result, Result][] {
   const runs: [Run, Run][][] = modules.map(() => []);
   for (let r = 0; r < repeat; r++) modules.forEach((m, k) => runs[k].push(replayWasm(ops, workers, m.module)));
   return modules.map((m, k) => [combine(m.name, ops, workers, runs[k].map((x) => x[0])),
@@ -231,8 +231,9 @@ export async function main(argv = process.argv.slice(2)): Promise<string> {
   const referenceMax = Number(option(argv, 'reference-max') ?? 1024);
   const repeat = Math.max(1, Number(option(argv, 'repeat') ?? 3));
   const wasmFiles = option(argv, 'wasm')?.split(',') ?? [];
-  const modules = wasmFiles.length === 0 ? [{ name: 'wasm' }]
-    : wasmFiles.map((f) => ({ name: `wasm ${f}`, module: new WebAssembly.Module(readFileSync(f)) }));
+  // One compiled module per build, shared by its runs (V8 compiles functions on first call).
+  const modules = wasmFiles.length === 0 ? [{ name: 'wasm', module: compileWasm() }]
+    : wasmFiles.map((f) => ({ name: `wasm ${f}`, module: compileWasm(readFileSync(f)) }));
   const chains = readTrace(trace, Number(option(argv, 'requests') ?? Infinity));
   const lines = ['| W | impl | combined block-ops/s | match p50 µs | match p99 µs | apply blocks/s | bytes/(block,worker) | growth stall ms |',
     '|---|---|---|---|---|---|---|---|'];

@@ -18,7 +18,7 @@ import { SelectionServiceBuilder } from '../src/service/service.js';
 import { parseRouterConfig } from '../src/core/config/config.js';
 import { KvIndex } from '../src/core/index/kv-index.js';
 import { WasmPrefixIndex } from '../src/core/index/wasm-index.js';
-import { Wasm } from '../src/core/index/wasm.js';
+import { Wasm, compileWasm } from '../src/core/index/wasm.js';
 import { KvBatchDecoder } from '../src/service/kv-events/decode.js';
 import { BatchApplier } from '../src/service/kv-events/apply.js';
 import { newCounters, type IngestCounters } from '../src/service/kv-events/stats.js';
@@ -40,7 +40,7 @@ function arg(argv: string[], name: string, dflt: number): number {
  * medians per build. The end-to-end part always runs the embedded build.
  */
 function abRows(wl: IngestWorkload, files: string[], repeat: number): string[] {
-  const mods = files.map((f) => new WebAssembly.Module(readFileSync(f)));
+  const mods = files.map((f) => compileWasm(readFileSync(f)));
   const runs = files.map(() => [] as ReturnType<typeof inProcess>[]);
   for (let r = 0; r < repeat; r++) mods.forEach((m, k) => runs[k].push(inProcess(wl, m)));
   const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];

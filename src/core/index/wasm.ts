@@ -121,18 +121,39 @@ function withSharedMemory(bytes: Uint8Array): Uint8Array | null {
   return null;
 }
 
-/** Instantiates `bytes`, with a shared memory where the host allows one (see withSharedMemory). */
-function instantiate(src: WebAssembly.Module | Uint8Array, imports: WebAssembly.Imports): WebAssembly.Instance {
-  if (src instanceof WebAssembly.Module) return new WebAssembly.Instance(src, imports);
-  const shared = typeof SharedArrayBuffer === 'function' ? withSharedMemory(src) : null;
-  if (shared !== null) {
-    try {
-      return new WebAssembly.Instance(new WebAssembly.Module(shared as BufferSource), imports);
-    } catch {
-      // a page without cross-origin isolation has no shared memory: use the module as built
-    }
+/** Original bytes of modules compiled with a shared memory (the fallback where it cannot be had). */
+const plainBytes = new WeakMap<WebAssembly.Module, Uint8Array>();
+let embedded: WebAssembly.Module | null = null;
+
+/**
+ * `bytes` (by default the embedded build, compiled once and cached) as a module with a shared
+ * memory where the host has SharedArrayBuffer (see withSharedMemory). Give one module to every
+ * `Wasm` that should share compiled code: V8 compiles wasm functions lazily, on first call, so a
+ * fresh module pays that again (a first match took 0.3-0.4 ms where the next took 3 us).
+ */
+export function compileWasm(bytes?: Uint8Array): WebAssembly.Module {
+  if (bytes === undefined && embedded !== null) return embedded;
+  const b = bytes ?? decodeBase64(wasmBase64);
+  const shared = typeof SharedArrayBuffer === 'function' ? withSharedMemory(b) : null;
+  const m = new WebAssembly.Module((shared ?? b) as BufferSource);
+  if (shared !== null) plainBytes.set(m, b);
+  if (bytes === undefined) embedded = m;
+  return m;
+}
+
+/** Instantiates a module (compiling `src` bytes first), falling back to a plain memory where a shared one cannot be had. */
+function instantiate(src: WebAssembly.Module | Uint8Array | undefined, imports: WebAssembly.Imports): WebAssembly.Instance {
+  const m = src instanceof WebAssembly.Module ? src : compileWasm(src);
+  try {
+    return new WebAssembly.Instance(m, imports);
+  } catch (err) {
+    const plain = plainBytes.get(m);
+    if (plain === undefined) throw err;
+    // A page without cross-origin isolation has no shared memory: use the module as built.
+    const p = new WebAssembly.Module(plain as BufferSource);
+    if (m === embedded) embedded = p;
+    return new WebAssembly.Instance(p, imports);
   }
-  return new WebAssembly.Instance(new WebAssembly.Module(src as BufferSource), imports);
 }
 
 function constant(exports: WebAssembly.Exports, name: string): number {
@@ -162,7 +183,7 @@ export class Wasm {
       const len = new Uint32Array(memory.buffer)[(ptr - 4) >>> 2] >>> 1;
       return String.fromCharCode(...new Uint16Array(memory.buffer, ptr, len));
     };
-    const inst = instantiate(module ?? decodeBase64(wasmBase64), {
+    const inst = instantiate(module, {
       env: {
         abort(msg: number, file: number, line: number, col: number): never {
           throw new Error(`wasm abort: ${readString(msg)} at ${readString(file)}:${line}:${col}`);

@@ -1,13 +1,8 @@
 // Extendible hash table of fingerprinted cells: every table of the index (per-slot lookups,
 // child links, tier edges) is one of these. The table stores values only; keys live in the
 // records the values name, so a lookup compares the 32-bit fingerprint in the cell and the caller
-// verifies a candidate against its record (continuing the probe on a mismatch).
-//
-//   table (16 B):   dir | dirMask | count | -
-//   dir:            usize[dirMask + 1], bucket pointers. A bucket of local depth d is named by
-//                   every entry whose low d bits equal its pattern (dirMask + 1 >> d entries).
-//   bucket (16 B):  cells | bits u16 | depth u16 | count | pattern (the low `depth` bits of its fps)
-//   cells:          u64[1 << bits]: low 32 bits = value (NONE = empty cell), high 32 bits = fp
+// verifies a candidate against its record (continuing the probe on a mismatch). Byte layout of
+// the table, its directory, buckets and cells: layout.ts.
 //
 // fp = the top 32 bits of the key's 64-bit hash. Its top `bits` bits give the home cell in the
 // bucket (linear probing; deletion shifts later cells back, no tombstones); its low bits pick

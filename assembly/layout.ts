@@ -90,7 +90,8 @@ export const ST_BAD_INDEX: i32 = -4;
 //   +-- p1..p3: edge pools  segments of 4,096 edges (40 B), one per lower tier
 //   |     +-- edge table:   fp of (parent ext | none, local) -> edge
 //   +-- maps[slot][tier]:   fp of the engine hash -> node / edge (the slot's lookup)
-//   +-- per-slot match work: depth, stamp, pos, row (u32), last (u64)
+//   +-- per-slot match work: depth, stamp, pos (u32), last (u64)
+//   +-- orphans:            holdings whose slot does not hold the node's parent (match.ts)
 //
 // Device node (32 bytes: two per cache line, none straddles one):
 //
@@ -110,10 +111,19 @@ export const ST_BAD_INDEX: i32 = -4;
 //   kids    NONE: no child; (child << 1) | 1: one child; even: pointer to a child array
 //   kpos    this node's index in its parent's child array (O(1) unlink); free-list link
 //
-// Holder set (two or more holders), sized to the sharing:
-//    [count u32 | cap u32 | slots u32 x cap | exts u64 x cap]
-//    cap 2..8: entries [0, count) dense, scanned; cap >= 16: open addressing by slot (NONE empty,
-//    load <= 3/4), so a lookup stays O(1) at thousands of holders.
+// Table (hashtab.ts: extendible hashing, linear probing inside a bucket):
+//   table (16 B):   dir | dirMask | count | -
+//   dir:            usize[dirMask + 1], bucket pointers. A bucket of local depth d is named by
+//                   every entry whose low d bits equal its pattern (dirMask + 1 >> d entries).
+//   bucket (16 B):  cells | bits u16 | depth u16 | count | pattern (the low `depth` bits of its fps)
+//   cells:          u64[1 << bits], 3 <= bits <= 9: low 32 bits = value (NONE = empty cell),
+//                   high 32 bits = fp, the top 32 bits of the key's 64-bit hash
+//
+// Holder set (two or more holders), sized to the sharing (holders.ts):
+//    [count u32 | cap u32 | slots u32 x cap | exts u64 x cap | (cap >= 16) index u32 x 2cap]
+//    entries [0, count) dense (a match walks exactly them); cap 2..8: scanned for a slot;
+//    cap >= 16: the index maps slot -> entry (open addressing, NONE empty, load <= 1/2), so a
+//    lookup stays O(1) at thousands of holders. Capacity doubles when full, halves at 1/4.
 // Child array (two or more children): [count u32 | cap u32 | nodes u32 x cap], dense.
 //
 // Tier edge (40 bytes): local u64 | parentExt u64 | hasParent u32 | count u32 | o0 u32 | link u32

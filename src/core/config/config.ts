@@ -15,6 +15,7 @@
  */
 import { z } from 'zod';
 import { CONFIG_FIELDS, ENUM_VALUES, ENV_VARS, decodeEnv, type ConfigField } from './config-env.js';
+import { show as quote } from '../wire/show.js';
 
 /** The service's router configuration (api §4.2 `KvRouterConfig` fields + service values). */
 export interface RouterConfig {
@@ -75,7 +76,8 @@ export const LIMITS = Object.freeze({
   recoveryDelayMs: 1000, recoveryTimeoutMs: 10000, discoveryRetryMs: 5000,
 });
 
-const show = (v: unknown): string => (typeof v === 'string' ? JSON.stringify(v) : typeof v === 'bigint' ? `${v}n` : String(v));
+/** A value in a problem line: env strings quoted, a bigint as `5n`, anything else briefly and safely (wire/show.ts). */
+const show = (v: unknown): string => (typeof v === 'bigint' ? `${v}n` : quote(v));
 
 /** A finite number satisfying `rule`; messages read `must be >= 0 (got -1)`. */
 function num(rule: (v: number) => boolean, what: string) {

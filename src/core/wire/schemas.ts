@@ -11,13 +11,12 @@
 import { z } from 'zod';
 import { RouterConfigOverrideSchema } from '../config/config.js';
 import { SelectionError } from '../errors.js';
+import { show } from './show.js';
 
 const U64_MAX = (1n << 64n) - 1n;
 const I64_MIN = -(1n << 63n);
 const I64_MAX = (1n << 63n) - 1n;
 const U32_MAX = 0xffffffff;
-
-const show = (v: unknown): string => (typeof v === 'bigint' ? v.toString() : JSON.stringify(v) ?? String(v));
 
 /** u64 from a number or bigint integer, as bigint. */
 export const u64 = () =>

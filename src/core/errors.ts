@@ -30,7 +30,7 @@ export const ERROR_CATALOGUE = Object.freeze({
   SEL_UNSUPPORTED_MEDIA_TYPE: e(415, 'bad_request', 'missing or wrong Content-Type for a JSON body'),
   SEL_INVALID_JSON: e(400, 'bad_request', 'syntactically invalid JSON body'),
   SEL_INVALID_PATH: e(400, 'bad_request', 'path parameter does not parse (worker_id must be u64)'),
-  SEL_UNPROCESSABLE: e(422, 'bad_request', 'JSON that does not fit the request type (missing field, wrong type, bad router_config_override)'),
+  SEL_UNPROCESSABLE: e(422, 'bad_request', 'JSON that does not fit the request type (missing field, wrong type, bad router_config_override, a size over its limit)'),
   // BadRequest
   SEL_BAD_REQUEST: e(400, 'bad_request', 'input validation (hash-path fields, effective_prefill_tokens, decay_fraction, ...)'),
   SEL_INVALID_ENDPOINT: e(400, 'bad_request', 'replica-sync peer endpoint is not a valid ZMQ endpoint'),

@@ -56,9 +56,19 @@ export function describeUnrepresentable(schema: z.core.$ZodType, path: readonly 
     if (ok(U64_MAX)) return U64;
     if (ok(0.5)) return F64;
     if (ok(2 ** 32)) return COUNT;
-    if (ok(1)) return U32;
+    if (ok(1)) return ok(0xffffffff) ? U32 : { ...U32, maximum: largestAccepted(ok) };
   }
   throw new Error(`openapi: no JSON Schema for the ${type} schema at ${path.join('.') || '(root)'}`);
+}
+
+/** The largest u32 a bounded integer schema accepts (binary search; it accepts 1). */
+function largestAccepted(ok: (v: unknown) => boolean): number {
+  let lo = 1, hi = 0xffffffff;
+  while (lo < hi) {
+    const mid = Math.floor((lo + hi + 1) / 2);
+    if (ok(mid)) lo = mid; else hi = mid - 1;
+  }
+  return lo;
 }
 
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Json {

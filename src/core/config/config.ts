@@ -74,6 +74,9 @@ export const LIMITS = Object.freeze({
   expirySweepSecs: 60, queueRecheckSecs: 60,
   approximateMaxTreeSize: 2 ** 20, approximatePruneTargetRatio: 0.8,
   recoveryDelayMs: 1000, recoveryTimeoutMs: 10000, discoveryRetryMs: 5000,
+  // Request shape (README "Limits"): a value above one is a 422 naming the field and the limit.
+  maxStringChars: 4096, maxDataParallelSize: 1024, maxDataParallelStartRank: 65535, maxBlockSize: 65536,
+  maxTaints: 64, maxMapEntries: 64, maxAllowedWorkerIds: 65536, maxMmObjectsPerBlock: 64, maxPromptItems: 4194304,
 });
 
 /** A value in a problem line: env strings quoted, a bigint as `5n`, anything else briefly and safely (wire/show.ts). */

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { makeCore, rejects, worker } from './core-helpers.js';
 import { show } from '../../../src/core/wire/show.js';
 import { stringifyJson } from '../../../src/core/wire/json.js';
+import { LIMITS } from '../../../src/core/config/config.js';
 import type { SelectionCore } from '../../../src/core/core.js';
 
 /** Everything a client can read back: the catalog, the loads and the index. */
@@ -55,4 +56,36 @@ test('defect 1: show() quotes any value briefly and never throws', () => {
     assert.ok(s.length <= 65, `bounded: ${s.length}`);
   }
   assert.ok(show('x'.repeat(1000)).endsWith('…'));
+});
+
+test('defect 2: size-like inputs are bounded with a 422 naming the field and the limit', async () => {
+  const { core } = makeCore();
+  core.upsertWorker(worker(1));
+  const before = snapshot(core);
+  const L = LIMITS;
+  const cases: [Record<string, unknown>, RegExp][] = [
+    [worker(9, { data_parallel_size: 4294967295 }), /data_parallel_size: must be at most 1024 \(got 4294967295\)/],
+    [worker(9, { data_parallel_size: L.maxDataParallelSize + 1 }), /data_parallel_size: must be at most 1024/],
+    [worker(9, { data_parallel_start_rank: L.maxDataParallelStartRank + 1 }), /data_parallel_start_rank: must be at most 65535/],
+    [worker(9, { block_size: L.maxBlockSize + 1 }), /block_size: must be at most 65536/],
+    [worker(9, { taints: Array.from({ length: L.maxTaints + 1 }, (_, i) => `t${i}`) }), /taints: more than the limit of 64 taints/],
+    [worker(9, { topology_domains: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, 'v'])) }), /topology_domains: more than the limit of 64/],
+    [worker(9, { kv_events_endpoints: Object.fromEntries(Array.from({ length: 1025 }, (_, i) => [String(i), 'tcp://h:1'])) }),
+      /kv_events_endpoints: more than the limit of 1024 ranks/],
+    [worker(9, { endpoint: 'h'.repeat(L.maxStringChars + 1) }), /endpoint: longer than the limit of 4096 characters/],
+    [worker(9, { model_name: 'm'.repeat(L.maxStringChars + 1) }), /model_name: longer than the limit of 4096 characters/],
+  ];
+  for (const [body, message] of cases) await rejects(() => core.upsertWorker(body), 422, message);
+  await rejects(() => core.patchWorker(1n, { data_parallel_size: 5000 }), 422, /data_parallel_size: must be at most 1024/);
+  const big = { model_name: 'model', token_ids: TOKENS };
+  await rejects(() => core.select({ ...big, allowed_worker_ids: Array(L.maxAllowedWorkerIds + 1).fill(1) }), 422,
+    /allowed_worker_ids: more than the limit of 65536 worker ids/);
+  await rejects(() => core.select({ ...big, routing_constraints: { required_taints: Array(65).fill('a') } }), 422,
+    /routing_constraints.required_taints: more than the limit of 64 taints/);
+  await rejects(() => core.select({ ...big, selection_id: 's'.repeat(5000) }), 422, /selection_id: longer than the limit/);
+  await rejects(() => core.createReservation({ selection_id: 's'.repeat(5000) }), 422, /selection_id: longer than the limit/);
+  assert.equal(snapshot(core), before, 'nothing changed');
+  // the limits themselves are accepted, and the record lists one reason per missing rank at most
+  const rec = core.upsertWorker(worker(9, { data_parallel_size: L.maxDataParallelSize, data_parallel_start_rank: L.maxDataParallelStartRank }));
+  assert.equal(rec.lifecycle, 'schedulable');
 });

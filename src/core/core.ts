@@ -40,7 +40,7 @@ import type { AffinityEvent, LifecycleEvent } from './wire/events.js';
 import { MS, systemRng, type Rng } from './random.js';
 import type {
   DumpResponse, ModelLoadResponse, OverlapScoresResponse, PotentialLoad, ReservationResponse,
-  SelectOptions, SelectResponse, SelectionApi, StatusOk,
+  SelectOptions, SelectResponse, SelectionApi, StatusOk, WorkerLoad,
 } from './wire/types.js';
 
 /** `Result` of {@link SelectionCore.tryNewLocal}. */
@@ -48,6 +48,12 @@ export type CoreResult = { ok: true; core: SelectionCore } | { ok: false; error:
 
 /** What every prompt request carries: the prompt, its partition and an optional router override. */
 type PromptRequest = PromptFields & { model_name: string; routing_group: string; router_config_override?: SelectAndReserveRequest['router_config_override'] };
+
+/**
+ * `prefill_token_capacity` of an advisory `worker_load` for a worker without
+ * `max_num_batched_tokens`: Dynamo's `DEFAULT_MAX_BATCHED_TOKENS` (lib/kv-router/src/scheduling/queue.rs).
+ */
+export const DEFAULT_PREFILL_TOKEN_CAPACITY = 10_000_000;
 
 /** A prompt request after its opening steps: the partition it routes in, the effective knobs, the hashes. */
 interface Opened<R> { req: R; part: Partition; eff: EffectiveRouterValues; prompt: NormalizedPrompt }
@@ -201,11 +207,12 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
       const res = this.sched.response(choice, req.selection_id);
       if (req.advisory) {
         const w = choice.entry.req;
-        const cap = w.max_num_batched_tokens ?? null;
-        res.worker_load = { active_prefill_tokens: choice.activePrefillTokens, prefill_token_capacity: cap };
-        if (w.total_kv_blocks !== undefined) res.worker_load.total_kv_blocks = w.total_kv_blocks;
+        const cap = w.max_num_batched_tokens ?? DEFAULT_PREFILL_TOKEN_CAPACITY;
+        const load: WorkerLoad = { active_prefill_tokens: choice.activePrefillTokens, prefill_token_capacity: cap };
+        if (w.total_kv_blocks !== undefined) load.total_kv_blocks = w.total_kv_blocks;
         const t = this.config.conditionalDisaggPrefillBusyThreshold;
-        if (t !== null && cap !== null) res.worker_load.prefill_busy = choice.activePrefillTokens > t * cap;
+        if (t !== null) load.prefill_busy = choice.activePrefillTokens > t * cap;
+        res.worker_load = load;
       }
       return res;
     };

@@ -27,7 +27,7 @@ export const WorkerRecordSchema = z.object({
   routing_group: z.string(),
   endpoint: z.string().nullable(),
   kv_events_endpoint: z.string().nullable(),
-  kv_events_endpoints: rankMap(),
+  kv_events_endpoints: rankMap().optional(),
   replay_endpoint: z.string().nullable(),
   block_size: int().nullable(),
   data_parallel_start_rank: int().nullable(),
@@ -70,7 +70,7 @@ export const SelectResponseSchema = z.object({
   potential_decode_blocks: int(),
   decode_busy: z.boolean().optional(),
   worker_load: z.object({
-    active_prefill_tokens: int(), prefill_token_capacity: int().nullable(), total_kv_blocks: int().optional(), prefill_busy: z.boolean().optional(),
+    active_prefill_tokens: int(), prefill_token_capacity: int(), total_kv_blocks: int().optional(), prefill_busy: z.boolean().optional(),
   }).optional().describe('only advisory /select'),
   kv_hint: z.unknown().optional().describe('only bookings, when another worker can serve the prefix (api §9)'),
 });

@@ -81,7 +81,10 @@ const mapToRecord = (m: ReadonlyMap<number, string>): Record<string, string> => 
   return out;
 };
 
-/** The wire record (api §3.1): optional fields as null, the omitted-when-empty ones omitted. */
+/**
+ * The wire record (api §3.1): optional fields as null, the omitted-when-empty ones omitted
+ * (`kv_events_endpoints` too, as Dynamo's newest `types.rs` does).
+ */
 export function toRecord(e: WorkerEntry, lifecycle: Lifecycle = e.lifecycle): WorkerRecord {
   const r = e.req;
   const rec: WorkerRecord = {
@@ -90,7 +93,9 @@ export function toRecord(e: WorkerEntry, lifecycle: Lifecycle = e.lifecycle): Wo
     routing_group: r.routing_group,
     endpoint: r.endpoint ?? null,
     kv_events_endpoint: r.kv_events_endpoint ?? null,
-    kv_events_endpoints: mapToRecord(r.kv_events_endpoints),
+  } as WorkerRecord;
+  if (r.kv_events_endpoints.size > 0) rec.kv_events_endpoints = mapToRecord(r.kv_events_endpoints);
+  Object.assign(rec, {
     replay_endpoint: r.replay_endpoint ?? null,
     block_size: r.block_size ?? null,
     data_parallel_start_rank: r.data_parallel_start_rank ?? null,
@@ -105,7 +110,7 @@ export function toRecord(e: WorkerEntry, lifecycle: Lifecycle = e.lifecycle): Wo
     kv_transfer_enforcement: r.kv_transfer_enforcement ?? null,
     kv_transfer_preferred_weight: r.kv_transfer_preferred_weight ?? null,
     lifecycle,
-  };
+  });
   if (r.router_hint_worker_type != null) rec.router_hint_worker_type = r.router_hint_worker_type;
   if (r.router_hint_source_control_endpoints.size > 0) rec.router_hint_source_control_endpoints = mapToRecord(r.router_hint_source_control_endpoints);
   if (r.kv_event_source_mode != null) rec.kv_event_source_mode = r.kv_event_source_mode;

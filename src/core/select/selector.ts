@@ -192,7 +192,10 @@ export function pickByCost(costs: ArrayLike<number>, n: number, temperature: num
 
 /** The request's eligibility inputs (api §2.7). */
 export interface EligibilityRequest {
-  /** Allow-set of worker ids; absent or empty = every worker. */
+  /**
+   * Allow-set of worker ids; absent = every worker, empty = none (Dynamo's
+   * `caller_allows_worker_id`, lib/kv-router/src/scheduling/filter.rs).
+   */
   allowedWorkerIds?: readonly bigint[];
   /** A candidate must carry every one of these taints. */
   requiredTaints: readonly string[];
@@ -205,12 +208,11 @@ export interface EligibilityRequest {
 /**
  * §5.4 filters applied before scoring: allowed ids, required taints, pinned worker/rank,
  * affinity target. Returns the kept rows in order (possibly none; the caller maps that to
- * `noEndpoints`). Throws {@link pinnedNotAllowed} (400) when the pinned worker is outside a
- * non-empty allow-set, before any filtering.
+ * `noEndpoints`). Throws {@link pinnedNotAllowed} (400) when the pinned worker is outside the
+ * allow-set (an empty one too), before any filtering.
  */
 export function eligible(cands: readonly Candidate[], req: EligibilityRequest): Candidate[] {
-  const allowed = req.allowedWorkerIds !== undefined && req.allowedWorkerIds.length > 0
-    ? new Set(req.allowedWorkerIds) : undefined;
+  const allowed = req.allowedWorkerIds !== undefined ? new Set(req.allowedWorkerIds) : undefined;
   const pin = req.pinned, target = req.affinityTarget, required = req.requiredTaints;
   if (pin !== undefined && allowed !== undefined && !allowed.has(pin.workerId)) throw pinnedNotAllowed(pin.workerId);
   const out: Candidate[] = [];

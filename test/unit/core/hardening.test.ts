@@ -89,3 +89,37 @@ test('defect 2: size-like inputs are bounded with a 422 naming the field and the
   const rec = core.upsertWorker(worker(9, { data_parallel_size: L.maxDataParallelSize, data_parallel_start_rank: L.maxDataParallelStartRank }));
   assert.equal(rec.lifecycle, 'schedulable');
 });
+
+test('wire: advisory worker_load without max_num_batched_tokens answers Dynamo\'s default capacity and prefill_busy', async () => {
+  const { core } = makeCore({ DYN_ROUTER_CONDITIONAL_DISAGG_PREFILL_BUSY_THRESHOLD: '0.5' });
+  core.upsertWorker(worker(1));
+  await core.selectAndReserve({ model_name: 'model', selection_id: 'a', token_ids: TOKENS });
+  const r = await core.select({ model_name: 'model', token_ids: TOKENS, advisory: true });
+  assert.deepEqual(r.worker_load, { active_prefill_tokens: 16, prefill_token_capacity: 10_000_000, prefill_busy: false });
+  const plain = makeCore().core;
+  plain.upsertWorker(worker(1));
+  assert.deepEqual((await plain.select({ model_name: 'model', token_ids: TOKENS, advisory: true })).worker_load,
+    { active_prefill_tokens: 0, prefill_token_capacity: 10_000_000 });
+});
+
+test('wire: an empty kv_events_endpoints map is omitted from worker records, a filled one kept', () => {
+  const { core } = makeCore();
+  assert.ok(!('kv_events_endpoints' in core.upsertWorker(worker(1))));
+  const rec = core.upsertWorker(worker(2, { kv_events_endpoints: { 1: 'tcp://h:2', 0: 'tcp://h:1' } }));
+  assert.deepEqual(rec.kv_events_endpoints, { 0: 'tcp://h:1', 1: 'tcp://h:2' });
+  assert.deepEqual(Object.keys(rec).slice(0, 7),
+    ['worker_id', 'model_name', 'routing_group', 'endpoint', 'kv_events_endpoint', 'kv_events_endpoints', 'replay_endpoint']);
+});
+
+test('wire: allowed_worker_ids [] allows no worker (503), and a pin outside it is a 400', async () => {
+  const { core } = makeCore();
+  core.upsertWorker(worker(1));
+  const before = snapshot(core);
+  const err = await rejects(() => core.select({ model_name: 'model', token_ids: TOKENS, allowed_worker_ids: [] }), 503, 'no eligible workers for the request');
+  assert.equal(err.code, 'SEL_NO_ENDPOINTS');
+  await rejects(() => core.selectAndReserve({ model_name: 'model', selection_id: 'x', token_ids: TOKENS, allowed_worker_ids: [] }), 503);
+  await rejects(() => core.select({ model_name: 'model', token_ids: TOKENS, allowed_worker_ids: [], pinned_worker: { worker_id: 1, dp_rank: 0 } }), 400,
+    'pinned worker 1 is not in allowed worker set');
+  assert.equal(snapshot(core), before);
+  assert.equal((await core.select({ model_name: 'model', token_ids: TOKENS, allowed_worker_ids: [1] })).worker_id, 1n);
+});

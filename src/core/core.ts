@@ -89,6 +89,7 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
     if (!config.useKvEvents && config.routerApproximateCachePolicy === 'lru') {
       this.warnings.push('router_approximate_cache_policy=lru is not supported by the standalone selector; bookings use TTL retention (router_ttl_secs) instead');
     }
+    this.warnings.push(...ignoredSettings(config));
   }
 
   /**
@@ -568,4 +569,18 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
   private releaseLease(row: { partitionKey: string; lease?: AffinityLease }): void {
     if (row.lease) this.partitions.get(row.partitionKey)?.affinity?.release(row.lease);
   }
+}
+
+/**
+ * Start-up warnings for router settings Dynamo's standalone selection service does not act on
+ * either (README "Where this differs from Dynamo" lists what each would mean elsewhere).
+ */
+function ignoredSettings(c: RouterConfig): string[] {
+  const out: string[] = [];
+  const note = (v: string, why: string): void => { out.push(`${v} has no effect on the standalone selector: ${why}`); };
+  if (!c.routerTrackActiveBlocks) note('DYN_ROUTER_TRACK_ACTIVE_BLOCKS=false', 'bookings always track their blocks, as Dynamo\'s selection service does');
+  if (c.routerActiveSequenceStride !== 1) note('DYN_ROUTER_ACTIVE_SEQUENCE_STRIDE', 'sequence_hashes and replica-sync events keep one tracking hash per block');
+  if (c.useRemoteIndexer) note('DYN_USE_REMOTE_INDEXER', 'the index is local (use --indexer-peers to recover it from a peer at start-up)');
+  if (c.routerReplicaSync) note('DYN_ROUTER_REPLICA_SYNC', 'replica sync is enabled by --replica-sync-port');
+  return out;
 }

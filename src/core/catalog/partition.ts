@@ -18,7 +18,7 @@ export interface RankRef { readonly entry: WorkerEntry; readonly dpRank: number;
 
 export interface PartitionOptions {
   modelName: string; routingGroup: string; blockSize: number; isEagle: boolean;
-  clock: Clock; rng: Rng; expirySecs: number; trackActiveBlocks: boolean;
+  clock: Clock; rng: Rng; expirySecs: number;
   policy: WorkerSelectionPolicy | null;
   /** Indexing mode (api §4.3): 'events' (primary fed by KV events), 'approximate' (primary fed
    * by bookings with TTL), or 'events+predicted' (plus a TTL side index fed by bookings). */
@@ -56,7 +56,7 @@ export class Partition {
     this.blockSize = o.blockSize;
     this.isEagle = o.isEagle;
     this.index = new KvIndex(o.blockSize);
-    this.loads = new ActiveLoads({ blockSize: o.blockSize, clock: o.clock, rng: o.rng, expirySecs: o.expirySecs, trackActiveBlocks: o.trackActiveBlocks });
+    this.loads = new ActiveLoads({ blockSize: o.blockSize, clock: o.clock, rng: o.rng, expirySecs: o.expirySecs });
     this.policy = o.policy;
     this.approx = o.mode === 'approximate' ? new ApproxIndex(this.index, { clock: o.clock, ttlSecs: o.ttlSecs }) : null;
     this.predicted = o.mode === 'events+predicted' ? new ApproxIndex(new KvIndex(o.blockSize), { clock: o.clock, ttlSecs: o.ttlSecs }) : null;

@@ -234,7 +234,7 @@ export abstract class WorkerCatalog {
       ? this.policies.create(name, { modelName, routingGroup, blockSize }, params) : null;
     const created = new Partition(key, {
       modelName, routingGroup, blockSize, isEagle, clock: this.clock, rng: this.rng,
-      expirySecs: cfg.activeRequestExpirySecs, trackActiveBlocks: cfg.routerTrackActiveBlocks, policy,
+      expirySecs: cfg.activeRequestExpirySecs, policy,
       mode: !cfg.useKvEvents ? 'approximate' : cfg.routerPredictedTtlSecs !== null ? 'events+predicted' : 'events',
       ttlSecs: !cfg.useKvEvents ? cfg.routerTtlSecs : cfg.routerPredictedTtlSecs ?? cfg.routerTtlSecs,
     });

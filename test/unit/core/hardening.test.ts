@@ -123,3 +123,21 @@ test('wire: allowed_worker_ids [] allows no worker (503), and a pin outside it i
   assert.equal(snapshot(core), before);
   assert.equal((await core.select({ model_name: 'model', token_ids: TOKENS, allowed_worker_ids: [1] })).worker_id, 1n);
 });
+
+test('wire: DYN_ROUTER_TRACK_ACTIVE_BLOCKS=false is ignored as in Dynamo\'s selection service: the response and /loads agree', async () => {
+  const { core } = makeCore({ DYN_ROUTER_TRACK_ACTIVE_BLOCKS: 'false' });
+  assert.ok(core.warnings.some((w) => /DYN_ROUTER_TRACK_ACTIVE_BLOCKS=false has no effect/.test(w)));
+  core.upsertWorker(worker(1));
+  const r = await core.selectAndReserve({ model_name: 'model', selection_id: 'a', token_ids: TOKENS });
+  assert.equal(r.potential_decode_blocks, 4);
+  assert.equal(core.loads()[0].loads[0].potential_decode_blocks, 4, 'what the response projected is what /loads shows');
+  core.addOutputBlock('a', {});
+  assert.equal(core.loads()[0].loads[0].potential_decode_blocks, 5);
+});
+
+test('wire: stride, remote indexer and replica-sync variables are reported as having no effect', () => {
+  const { core } = makeCore({ DYN_ROUTER_ACTIVE_SEQUENCE_STRIDE: '4', DYN_USE_REMOTE_INDEXER: 'true', DYN_ROUTER_REPLICA_SYNC: 'true' });
+  const text = core.warnings.join('\n');
+  for (const v of ['DYN_ROUTER_ACTIVE_SEQUENCE_STRIDE', 'DYN_USE_REMOTE_INDEXER', 'DYN_ROUTER_REPLICA_SYNC']) assert.match(text, new RegExp(`${v} has no effect`));
+  assert.equal(makeCore().core.warnings.length, 0);
+});

@@ -31,6 +31,7 @@ import { checkPromptFields, PromptNormalizer, type NormalizedPrompt, type Prompt
 import type { RouterEvent } from './index/kv-index.js';
 import { Scheduler, type Choice, type OverlapCache, type SchedulerContext } from './select/scheduler.js';
 import { effectivePrefillTokens, untrackedBlocks } from './select/selector.js';
+import { overlapScoreRows } from './select/overlap.js';
 import type { AffinityLease, Hold } from './booking/affinity.js';
 import { Booker, type BookerContext } from './booking/booker.js';
 import { PendingSelectionCache } from './booking/pending.js';
@@ -413,14 +414,10 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
     }));
   }
 
-  /** The prompt's tiered overlap on every schedulable rank. */
+  /** The prompt's tiered overlap on every schedulable rank (the predicted side index merged in, as for selection). */
   overlapScores(input: unknown): OverlapScoresResponse {
     const { part, prompt, eff } = this.open(this.parse(PromptQuerySchema, input) as PromptRequest);
-    const ranks = part.schedulableRanks().map(({ entry, dpRank }) => ({ workerId: entry.req.worker_id, dpRank }));
-    const rows = part.index.overlapRows(prompt.locals ?? [], ranks, {
-      overlapScoreCredit: eff.overlapScoreCredit, hostCacheHitWeight: this.config.hostCacheHitWeight,
-      diskCacheHitWeight: this.config.diskCacheHitWeight, sharedCacheMultiplier: eff.sharedCacheMultiplier,
-    });
+    const rows = overlapScoreRows(this.sched.overlapCache(part, prompt, eff), part.schedulableRanks());
     return {
       block_size: part.blockSize, num_blocks: prompt.nBlocks, workers: rows,
       shared_cache: { enabled: false, total_hit_blocks: 0, ranges: [], error: null },

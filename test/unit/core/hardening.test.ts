@@ -8,6 +8,8 @@ import { makeCore, rejects, worker } from './core-helpers.js';
 import { show } from '../../../src/core/wire/show.js';
 import { stringifyJson } from '../../../src/core/wire/json.js';
 import { LIMITS } from '../../../src/core/config/config.js';
+import { Tier } from '../../../src/core/index/index-types.js';
+import { blockHashes } from '../../../src/core/index/hashing.js';
 import type { SelectionCore } from '../../../src/core/core.js';
 
 /** Everything a client can read back: the catalog, the loads and the index. */
@@ -140,4 +142,41 @@ test('wire: stride, remote indexer and replica-sync variables are reported as ha
   const text = core.warnings.join('\n');
   for (const v of ['DYN_ROUTER_ACTIVE_SEQUENCE_STRIDE', 'DYN_USE_REMOTE_INDEXER', 'DYN_ROUTER_REPLICA_SYNC']) assert.match(text, new RegExp(`${v} has no effect`));
   assert.equal(makeCore().core.warnings.length, 0);
+});
+
+test('wire: /overlap_scores merges the predicted side index into the device tier, as /select and /potential_loads do', async () => {
+  const { core } = makeCore({ DYN_ROUTER_USE_KV_EVENTS: 'true', DYN_ROUTER_PREDICTED_TTL_SECS: '60' });
+  core.upsertWorker(worker(1, { kv_events_endpoint: 'tcp://127.0.0.1:1' }));
+  core.upsertWorker(worker(2, { kv_events_endpoint: 'tcp://127.0.0.1:2' }));
+  const locals = blockHashes(TOKENS, 4);
+  const part = core.partition('model', 'default')!;
+  // worker 1 holds the first block on the device tier and the second on the host tier
+  part.index.stored(1n, 0, Tier.Device, null, [{ ext: 11n, local: locals[0] }]);
+  part.index.stored(1n, 0, Tier.Host, 11n, [{ ext: 12n, local: locals[1] }]);
+  // a booking on worker 2 is recorded into the side index only
+  await core.selectAndReserve({ model_name: 'model', selection_id: 'b', token_ids: TOKENS, pinned_worker: { worker_id: 2, dp_rank: 0 } });
+  const scores = core.overlapScores({ model_name: 'model', token_ids: TOKENS });
+  const [w1, w2] = scores.workers;
+  assert.deepEqual([w1.device_blocks, w1.host_pinned_extension_blocks], [1, 1]);
+  assert.equal(w1.router_credit_blocks, 1 + 0.75);
+  assert.equal(w2.device_blocks, 4, 'the predicted booking counts as device overlap');
+  assert.equal(w2.router_credit_blocks, 4);
+  const loads = core.potentialLoads({ model_name: 'model', token_ids: TOKENS });
+  assert.equal(loads.find((l) => l.worker_id === 2n)?.potential_prefill_tokens, 16, 'the booked prefill only: the side match credits the prompt');
+  const pick = await core.select({ model_name: 'model', token_ids: TOKENS, pinned_worker: { worker_id: 2, dp_rank: 0 } });
+  assert.equal(pick.overlap.gpu, 16, 'select sees the same device overlap');
+  assert.equal(pick.effective_prefill_tokens, 0);
+});
+
+test('wire: the predicted side index raises the device match but keeps the primary\'s lower tiers', () => {
+  const { core } = makeCore({ DYN_ROUTER_USE_KV_EVENTS: 'true', DYN_ROUTER_PREDICTED_TTL_SECS: '60' });
+  core.upsertWorker(worker(1, { kv_events_endpoint: 'tcp://127.0.0.1:1' }));
+  const locals = blockHashes(TOKENS, 4);
+  const part = core.partition('model', 'default')!;
+  part.index.stored(1n, 0, Tier.Device, null, [{ ext: 11n, local: locals[0] }]);
+  part.index.stored(1n, 0, Tier.Host, 11n, [{ ext: 12n, local: locals[1] }]);
+  part.predicted!.record(1n, 0, BigUint64Array.from(locals.slice(0, 3)));
+  const [row] = core.overlapScores({ model_name: 'model', token_ids: TOKENS }).workers;
+  assert.deepEqual([row.device_blocks, row.host_pinned_extension_blocks, row.host_pinned_blocks], [3, 1, 4]);
+  assert.equal(row.router_credit_blocks, 3 + 0.75);
 });

@@ -58,6 +58,8 @@ export const ERROR_CATALOGUE = Object.freeze({
   // Scheduler
   SEL_OVERLOADED: e(429, 'scheduler', 'all eligible workers (or the pinned worker) overloaded'),
   SEL_QUEUE_REJECTED: e(429, 'scheduler', 'policy-class queue limit reached; body carries details (429 = newest mapping, api §12.1)'),
+  SEL_BOOKING_LIMIT: e(429, 'scheduler', 'live bookings at --max-bookings; body carries details'),
+  SEL_PARTITION_LIMIT: e(429, 'scheduler', 'a registration would create a partition beyond --max-partitions; body carries details'),
   SEL_NO_ENDPOINTS: e(503, 'scheduler', 'no eligible worker for the request'),
   SEL_ALL_FILTERED: e(503, 'scheduler', 'every candidate rejected by a worker filter'),
   SEL_SUBSCRIBER_SHUTDOWN: e(503, 'scheduler', 'scheduler shut down while the request was queued'),
@@ -179,6 +181,17 @@ export const queueRejected = (d: QueueRejectionDetails) =>
   new SelectionError('SEL_QUEUE_REJECTED',
     `router policy class "${d.policy_class}" queue ${d.limit_kind} limit reached (current=${d.current}, limit=${d.limit})`,
     { policy_class: d.policy_class, limit_kind: d.limit_kind, current: d.current, limit: d.limit });
+/** 429: the live-booking cap is reached (`details {limit_kind: "bookings", current, limit}`). */
+export const bookingLimit = (current: number, limit: number) =>
+  new SelectionError('SEL_BOOKING_LIMIT',
+    `live booking limit reached (current=${current}, limit=${limit}): free reservations or raise --max-bookings`,
+    { limit_kind: 'bookings', current, limit });
+/** 429: no room for another partition (`details {limit_kind: "partitions", current, limit}`). */
+export const partitionLimit = (model: string, group: string, current: number, limit: number) =>
+  new SelectionError('SEL_PARTITION_LIMIT',
+    `cannot create ${partitionLabel(model, group)}: partition limit reached (current=${current}, limit=${limit}); `
+    + 'delete the workers of an unused partition or raise --max-partitions',
+    { limit_kind: 'partitions', current, limit });
 /** 503 no eligible worker for this request. */
 export const noEndpoints = () => new SelectionError('SEL_NO_ENDPOINTS', 'no eligible workers for the request');
 /** 503 a filter rejected every candidate. */

@@ -1,16 +1,23 @@
 /**
  * The worker catalog half of a {@link SelectionCore}: the workers by id, their partitions (one per
- * `(model_name, routing_group)`, created by the first valid worker), and the catalog operations —
- * upsert (replaces the record; may move it between partitions), patch (present fields only,
- * never a move), delete, list and readiness — with the reconcile of one record against its
- * partition: schedulability reasons, partition creation, rank diff, KV-event listeners.
+ * `(model_name, routing_group)`, created by the first valid worker and destroyed when the last one
+ * leaves), and the catalog operations — upsert (replaces the record; may move it between
+ * partitions), patch (present fields only, never a move), delete, list and readiness — with the
+ * reconcile of one record against its partition: schedulability reasons, partition creation, rank
+ * diff, KV-event listeners.
+ *
+ * Before a record changes anything it is admitted: a record that would create a partition needs
+ * room under `--max-partitions` (429).
  *
  * SelectionCore extends it with selection and booking; the two hooks below are where a catalog
  * change reaches them (bookings of a dropped rank are released, the admission queue re-checked).
  */
 import type { z } from 'zod';
-import { queueingEnabled, type RouterConfig } from '../config/config.js';
-import { SelectionError, noSchedulableWorkers, noSchedulableWorkersFor, partitionLabel, shuttingDown, workerNotFound } from '../errors.js';
+import { ConfigError, LIMITS, queueingEnabled, type RouterConfig } from '../config/config.js';
+import {
+  SelectionError, noEndpoints, noSchedulableWorkers, noSchedulableWorkersFor, partitionLabel, partitionLimit, shuttingDown,
+  workerNotFound,
+} from '../errors.js';
 import { FilterQuerySchema, WorkerPatchSchema, WorkerRequestSchema, parseBody, type FilterQuery, type WorkerRequest } from '../wire/schemas.js';
 import type { ReadyResponse, WorkerRecord } from '../wire/types.js';
 import type { IndexFeed } from '../index/feed.js';
@@ -18,7 +25,7 @@ import { policyConfigQueues, resolveProfile, type RouterPolicyConfig } from '../
 import type { PolicyRegistry } from '../select/policy.js';
 import { AdmissionQueue, type Waiter } from '../select/queue.js';
 import { SessionAffinityTable } from '../booking/affinity.js';
-import type { CoreHooks, CoreOptions, SessionAffinityConfig } from '../options.js';
+import type { CoreHooks, CoreLimits, CoreOptions, SessionAffinityConfig } from '../options.js';
 import { systemClock, type Clock, type Rng } from '../random.js';
 import {
   applyPatch, compareRecords, eventEndpoints, metadataReasons, partitionKeyOf, ranksOf, toRecord, type WorkerEntry,
@@ -34,6 +41,10 @@ export abstract class WorkerCatalog {
   readonly queueing: boolean;
   /** This replica's id (replica-sync `router_id`, affinity `writer_id`). */
   readonly replicaId: bigint;
+  /** Capacity limits in force (options over `LIMITS` defaults). */
+  readonly limits: CoreLimits;
+  /** Requests refused at a capacity limit, by limit (for metrics). */
+  readonly limitRejections = { promptBlocks: 0, bookings: 0, partitions: 0 };
   protected readonly workers = new Map<bigint, WorkerEntry>();
   protected readonly partitions = new Map<string, Partition>();
   /** Set by shutdown: mutations and selections then fail. */
@@ -58,6 +69,35 @@ export abstract class WorkerCatalog {
     this.replicaId = o.replicaId ?? (rng.u64() | 1n);
     this.affinity = o.sessionAffinity ?? null;
     this.affinitySequenceStart = o.affinitySequenceStart ?? BigInt(Date.now()) * 1_000_000n;
+    this.limits = WorkerCatalog.resolveLimits(config, o);
+  }
+
+  /**
+   * The capacity limits of `options` over the defaults; throws ConfigError (naming the flag) for
+   * a value that is not a positive integer, or more partitions than the wasm index handles allow
+   * (each partition holds one index, two with the predicted side index). The default prompt limit
+   * is lower where bookings are also recorded into an index (approximate or predicted indexing):
+   * recording costs several times the rest of a booking per block.
+   */
+  static resolveLimits(config: RouterConfig, options: CoreOptions): CoreLimits {
+    const predicted = config.useKvEvents && config.routerPredictedTtlSecs !== null;
+    const ceiling = Math.floor(LIMITS.wasmIndexHandles / (predicted ? 2 : 1));
+    const l = options.limits ?? {};
+    const limits: CoreLimits = {
+      maxPromptBlocks: l.maxPromptBlocks
+        ?? (predicted || !config.useKvEvents ? LIMITS.defaultMaxPromptBlocksRecorded : LIMITS.defaultMaxPromptBlocks),
+      maxBookings: l.maxBookings ?? LIMITS.defaultMaxBookings,
+      maxPartitions: l.maxPartitions ?? ceiling,
+    };
+    const problems: string[] = [];
+    const check = (flag: string, v: number, max: number): void => {
+      if (!(Number.isInteger(v) && v >= 1 && v <= max)) problems.push(`${flag}: must be an integer between 1 and ${max} (got ${v})`);
+    };
+    check('--max-prompt-blocks', limits.maxPromptBlocks, LIMITS.maxPromptItems);
+    check('--max-bookings', limits.maxBookings, Number.MAX_SAFE_INTEGER);
+    check('--max-partitions', limits.maxPartitions, ceiling);
+    if (problems.length > 0) throw new ConfigError(problems);
+    return Object.freeze(limits);
   }
 
   /** Runs due periodic work (the core's maintenance); every operation calls it first. */
@@ -70,14 +110,18 @@ export abstract class WorkerCatalog {
   get shuttingDown(): boolean { return this.closing; }
 
   upsertWorker(input: unknown): WorkerRecord {
-    return toRecord(this.reconcileWorker(this.parse(WorkerRequestSchema, input)));
+    const req = this.parse(WorkerRequestSchema, input);
+    this.admit(req);
+    return toRecord(this.reconcileWorker(req));
   }
 
   patchWorker(workerId: bigint, input: unknown): WorkerRecord {
     const patch = this.parse(WorkerPatchSchema, input);
     const existing = this.workers.get(workerId);
     if (!existing) throw workerNotFound(workerId);
-    return toRecord(this.reconcileWorker(applyPatch(existing.req, patch)));
+    const req = applyPatch(existing.req, patch);
+    this.admit(req);
+    return toRecord(this.reconcileWorker(req));
   }
 
   deleteWorker(workerId: bigint): WorkerRecord {
@@ -121,7 +165,10 @@ export abstract class WorkerCatalog {
       .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   }
 
-  /** Get or create a partition; a mismatching block size or eagle flag is a 409 SelectionError. */
+  /**
+   * Get or create a partition; a mismatching block size or eagle flag is a 409 SelectionError, no
+   * room for another partition (`--max-partitions`, or no free wasm index handle) a 429.
+   */
   ensurePartition(modelName: string, routingGroup: string, blockSize: number, isEagle: boolean): Partition {
     const key = partitionKeyOf(modelName, routingGroup);
     const p = this.partitions.get(key);
@@ -131,7 +178,16 @@ export abstract class WorkerCatalog {
       if (p.isEagle !== isEagle) throw new SelectionError('SEL_CONFLICT', `${label} has is_eagle ${p.isEagle}, but ${isEagle} was requested`);
       return p;
     }
-    const created = this.createPartition(key, modelName, routingGroup, blockSize, isEagle);
+    this.checkPartitionRoom(modelName, routingGroup, this.partitions.size);
+    let created: Partition;
+    try {
+      created = this.createPartition(key, modelName, routingGroup, blockSize, isEagle);
+    } catch (err) {
+      if (!(err instanceof Error && /wasm index handle/.test(err.message))) throw err;
+      this.limitRejections.partitions++;
+      throw new SelectionError('SEL_PARTITION_LIMIT', `cannot create ${partitionLabel(modelName, routingGroup)}: every one of the `
+        + `${LIMITS.wasmIndexHandles} wasm index handles of this process is in use (cores in one process share them)`);
+    }
     this.partitions.set(key, created);
     return created;
   }
@@ -159,13 +215,34 @@ export abstract class WorkerCatalog {
   /** Whether the index is fed by KV events through a host feed (else the core owns removals). */
   private get fedByEvents(): boolean { return this.feed !== null && this.config.useKvEvents; }
 
+  /**
+   * The check a record passes before it changes anything: room for the partition it would create
+   * (429). A worker that is the only one of its partition frees that partition when it moves, so
+   * its move never lacks room.
+   */
+  private admit(req: WorkerRequest): void {
+    const key = partitionKeyOf(req.model_name, req.routing_group);
+    if (this.partitions.has(key) || metadataReasons(req, { queueing: this.queueing, kvEvents: this.config.useKvEvents }).length > 0) return;
+    const prev = this.workers.get(req.worker_id);
+    const leaving = prev?.partitionKey != null ? this.partitions.get(prev.partitionKey) : undefined;
+    const freed = leaving !== undefined && leaving.workers.size === 1 ? 1 : 0;
+    this.checkPartitionRoom(req.model_name, req.routing_group, this.partitions.size - freed);
+  }
+
+  /** 429 when `current` partitions leave no room for another. */
+  private checkPartitionRoom(model: string, group: string, current: number): void {
+    if (current < this.limits.maxPartitions) return;
+    this.limitRejections.partitions++;
+    throw partitionLimit(model, group, current, this.limits.maxPartitions);
+  }
+
   /** Apply a full worker record: partition move, reasons, partition creation, rank diff, listeners. */
   private reconcileWorker(req: WorkerRequest): WorkerEntry {
     const key = partitionKeyOf(req.model_name, req.routing_group);
     const prev = this.workers.get(req.worker_id);
     const entry: WorkerEntry = { req, lifecycle: 'incomplete', reasons: [], partitionKey: null };
+    if (prev && prev.partitionKey !== null && (prev.partitionKey !== key || this.recreates(prev, req))) this.detach(prev);
     const oldRanks = prev && prev.partitionKey === key ? new Set(ranksOf(prev.req)) : null;
-    if (prev && prev.partitionKey !== null && prev.partitionKey !== key) this.detach(prev);
 
     const reasons = metadataReasons(req, { queueing: this.queueing, kvEvents: this.config.useKvEvents });
     let part: Partition | null = null;
@@ -204,7 +281,21 @@ export abstract class WorkerCatalog {
     return entry;
   }
 
-  /** Remove a worker from its partition: listeners, blocks, bookings, reservation rows. */
+  /**
+   * Whether re-registering `prev` as `req` in the same partition recreates it: `prev` is its only
+   * worker and the block size or eagle flag changes (the partition is emptied, then created anew).
+   */
+  private recreates(prev: WorkerEntry, req: WorkerRequest): boolean {
+    const part = prev.partitionKey === null ? undefined : this.partitions.get(prev.partitionKey);
+    return part !== undefined && part.workers.size === 1 && part.workers.has(req.worker_id)
+      && (part.blockSize !== req.block_size || part.isEagle !== (req.is_eagle ?? false));
+  }
+
+  /**
+   * Remove a worker from its partition: listeners, blocks, bookings, reservation rows. A partition
+   * left without workers is destroyed: its index handles are freed and a later worker may create
+   * it again, with any block size.
+   */
   private detach(e: WorkerEntry): void {
     if (e.partitionKey === null) return;
     const part = this.partitions.get(e.partitionKey);
@@ -215,6 +306,17 @@ export abstract class WorkerCatalog {
     for (const r of part.loads.ranks()) if (r.workerId === e.req.worker_id) this.dropRank(part, r.workerId, r.dpRank);
     part.index.removeWorker(e.req.worker_id);
     this.drain(part);
+    if (part.workers.size === 0) this.dropPartition(part);
+  }
+
+  /** Destroys an empty partition (queued requests of it fail with 503 first). */
+  private dropPartition(part: Partition): void {
+    for (const w of part.queue.payloads()) {
+      part.queue.remove(w);
+      w.fail(noEndpoints());
+    }
+    this.partitions.delete(part.key);
+    part.destroy();
   }
 
   private dropRank(part: Partition, workerId: bigint, dpRank: number): void {

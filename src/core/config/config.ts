@@ -77,6 +77,9 @@ export const LIMITS = Object.freeze({
   // Request shape (README "Limits"): a value above one is a 422 naming the field and the limit.
   maxStringChars: 4096, maxDataParallelSize: 1024, maxDataParallelStartRank: 65535, maxBlockSize: 65536,
   maxTaints: 64, maxMapEntries: 64, maxAllowedWorkerIds: 65536, maxMmObjectsPerBlock: 64, maxPromptItems: 4194304,
+  // Capacity (configurable, README "Limits"): defaults, and the wasm index handles partitions share.
+  // (prompt blocks: bench/RESULTS.md "Prompt size"; fewer where bookings are also recorded into an index)
+  defaultMaxPromptBlocks: 16384, defaultMaxPromptBlocksRecorded: 4096, defaultMaxBookings: 262144, wasmIndexHandles: 4096,
 });
 
 /** A value in a problem line: env strings quoted, a bigint as `5n`, anything else briefly and safely (wire/show.ts). */

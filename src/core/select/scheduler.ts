@@ -185,11 +185,11 @@ export class Scheduler {
 
   /**
    * The index's tiered overlap of a prompt per rank (`"worker:rank"` keys), the predicted side
-   * index merged in (select/overlap.ts).
+   * index merged in (select/overlap.ts). Empty for a partition destroyed while the request waited.
    */
   overlapCache(part: Partition, prompt: NormalizedPrompt, eff: EffectiveRouterValues): OverlapCache {
     const byRank: OverlapCache = new Map();
-    if (prompt.locals && prompt.locals.length > 0) {
+    if (prompt.locals && prompt.locals.length > 0 && !part.destroyed) {
       const w = {
         overlapScoreCredit: eff.overlapScoreCredit, hostCacheHitWeight: this.s.config.hostCacheHitWeight,
         diskCacheHitWeight: this.s.config.diskCacheHitWeight,

@@ -272,7 +272,8 @@ test('LIMITS carry the spec defaults and are frozen', () => {
   assert.equal(LIMITS.approximateMaxTreeSize, 1048576);
   assert.equal(LIMITS.sessionAffinityTtlMaxSecs, 365 * 24 * 3600);
   assert.equal(LIMITS.maxDataParallelSize, 1024);
-  assert.equal(Object.keys(LIMITS).length, 29);
+  assert.equal(LIMITS.wasmIndexHandles, 4096);
+  assert.equal(Object.keys(LIMITS).length, 33);
 });
 
 test('config sources are isomorphic: no node: imports, no process.env', () => {

@@ -92,6 +92,104 @@ test('defect 2: size-like inputs are bounded with a 422 naming the field and the
   assert.equal(rec.lifecycle, 'schedulable');
 });
 
+test('defect 3: an emptied partition releases its index handles; the partition cap is a configurable 429', async () => {
+  const { core } = makeCore({}, { limits: { maxPartitions: 3 } });
+  for (let m = 0; m < 3; m++) core.upsertWorker(worker(m + 1, { model_name: `m${m}` }));
+  const before = snapshot(core);
+  const err = await rejects(() => core.upsertWorker(worker(9, { model_name: 'm9' })), 429,
+    /cannot create partition "m9\/default": partition limit reached \(current=3, limit=3\)/);
+  assert.equal(err.code, 'SEL_PARTITION_LIMIT');
+  assert.deepEqual(err.details, { limit_kind: 'partitions', current: 3, limit: 3 });
+  assert.equal(core.limitRejections.partitions, 1);
+  assert.equal(snapshot(core), before, 'nothing changed');
+  // the only worker of a partition may move: its old partition is freed by the move
+  assert.equal(core.upsertWorker(worker(3, { model_name: 'm9' })).lifecycle, 'schedulable');
+  assert.equal(core.partitionList().length, 3);
+  core.deleteWorker(1n);
+  assert.equal(core.partition('m0', 'default'), undefined, 'the emptied partition is gone');
+  assert.equal(core.upsertWorker(worker(10, { model_name: 'm10' })).lifecycle, 'schedulable');
+});
+
+test('defect 3: more partitions over time than the wasm has index handles, and new block sizes after emptying', () => {
+  const { core } = makeCore();
+  for (let m = 0; m < LIMITS.wasmIndexHandles + 100; m++) {
+    assert.equal(core.upsertWorker(worker(1, { model_name: `model-${m}` })).lifecycle, 'schedulable', `model ${m}`);
+  }
+  assert.equal(core.partitionList().length, 1);
+  core.deleteWorker(1n);
+  assert.equal(core.partitionList().length, 0);
+  // a partition's block size is fixed while it exists; recreated, it may take another
+  core.upsertWorker(worker(1, { block_size: 16 }));
+  core.upsertWorker(worker(2, { block_size: 16 }));
+  assert.match(core.upsertWorker(worker(3, { block_size: 32 })).not_schedulable_reasons?.[0] ?? '', /has block_size 16, but 32 was requested/);
+  core.deleteWorker(1n);
+  core.deleteWorker(2n);
+  assert.equal(core.patchWorker(3n, {}).lifecycle, 'schedulable');
+  assert.equal(core.partition('model', 'default')?.blockSize, 32);
+  // the only worker of a partition re-registering with another block size recreates it
+  assert.equal(core.upsertWorker(worker(3, { block_size: 64 })).lifecycle, 'schedulable');
+  assert.equal(core.partition('model', 'default')?.blockSize, 64);
+});
+
+test('defect 3: --max-partitions is checked against the wasm index handles', () => {
+  assert.throws(() => makeCore({}, { limits: { maxPartitions: LIMITS.wasmIndexHandles + 1 } }), /--max-partitions: must be an integer between 1 and 4096/);
+  assert.throws(() => makeCore({ DYN_ROUTER_USE_KV_EVENTS: 'true', DYN_ROUTER_PREDICTED_TTL_SECS: '5' }, { limits: { maxPartitions: 3000 } }),
+    /--max-partitions: must be an integer between 1 and 2048/);
+  assert.throws(() => makeCore({}, { limits: { maxBookings: 0 } }), /--max-bookings/);
+  assert.throws(() => makeCore({}, { limits: { maxPromptBlocks: 1.5 } }), /--max-prompt-blocks/);
+});
+
+test('defect 5: a prompt over --max-prompt-blocks is a 422 before any hashing', async () => {
+  const { core } = makeCore({}, { limits: { maxPromptBlocks: 8 } });
+  core.upsertWorker(worker(1, { block_size: 1 }));
+  const before = snapshot(core);
+  const over = Array.from({ length: 9 }, (_, i) => i);
+  const err = await rejects(() => core.selectAndReserve({ model_name: 'model', selection_id: 'big', token_ids: over }), 422,
+    /token_ids: 9 blocks of 1 tokens is over the limit of 8 blocks per prompt \(--max-prompt-blocks\)/);
+  assert.equal(err.code, 'SEL_UNPROCESSABLE');
+  await rejects(() => core.select({ model_name: 'model', mm_routing_info: { routing_token_ids: over } }), 422, /mm_routing_info.routing_token_ids: 9 blocks/);
+  await rejects(() => core.potentialLoads({ model_name: 'model', token_ids: over }), 422, /over the limit of 8 blocks/);
+  await rejects(() => core.overlapScores({ model_name: 'model', token_ids: over }), 422, /over the limit of 8 blocks/);
+  const hashes = Array.from({ length: 9 }, (_, i) => i + 1);
+  await rejects(() => core.select({ model_name: 'model', block_hashes: hashes, sequence_hashes: hashes, isl_tokens: 9 }), 422, /sequence_hashes: 9 blocks/);
+  await rejects(() => core.createReservation({ model_name: 'model', selection_id: 'x', worker_id: 1, sequence_hashes: hashes, isl_tokens: 9 }), 422,
+    /sequence_hashes: 9 blocks/);
+  assert.equal(core.limitRejections.promptBlocks, 6);
+  assert.equal(snapshot(core), before, 'nothing changed');
+  assert.equal((await core.selectAndReserve({ model_name: 'model', selection_id: 'ok', token_ids: over.slice(0, 8) })).worker_id, 1n);
+});
+
+test('defect 5: the default prompt limit is lower where bookings are also indexed', () => {
+  assert.equal(makeCore({ DYN_ROUTER_USE_KV_EVENTS: 'true' }).core.limits.maxPromptBlocks, LIMITS.defaultMaxPromptBlocks);
+  assert.equal(makeCore().core.limits.maxPromptBlocks, LIMITS.defaultMaxPromptBlocksRecorded);
+  assert.equal(makeCore({ DYN_ROUTER_USE_KV_EVENTS: 'true', DYN_ROUTER_PREDICTED_TTL_SECS: '5' }).core.limits.maxPromptBlocks,
+    LIMITS.defaultMaxPromptBlocksRecorded);
+});
+
+test('defect 9: live bookings are capped with a 429, counted, and free again after a DELETE', async () => {
+  const { core } = makeCore({}, { limits: { maxBookings: 2 } });
+  core.upsertWorker(worker(1));
+  await core.selectAndReserve({ model_name: 'model', selection_id: 'a', token_ids: TOKENS });
+  await core.select({ model_name: 'model', selection_id: 'b', token_ids: TOKENS });
+  await core.createReservation({ model_name: 'model', selection_id: 'b' });
+  const before = snapshot(core);
+  const err = await rejects(() => core.selectAndReserve({ model_name: 'model', selection_id: 'c', token_ids: TOKENS }), 429,
+    /live booking limit reached \(current=2, limit=2\)/);
+  assert.equal(err.code, 'SEL_BOOKING_LIMIT');
+  assert.deepEqual(err.details, { limit_kind: 'bookings', current: 2, limit: 2 });
+  await rejects(() => core.createReservation({ model_name: 'model', selection_id: 'd', worker_id: 1, token_ids: TOKENS }), 429);
+  await core.select({ model_name: 'model', selection_id: 'e', token_ids: TOKENS });
+  await rejects(() => core.createReservation({ model_name: 'model', selection_id: 'e' }), 429);
+  await rejects(() => core.selectAndReserve({ model_name: 'model', selection_id: 'a', token_ids: TOKENS }), 409, /already reserved/);
+  // a peer's admission at the cap is dropped and counted too
+  assert.equal(core.applyReplicaEvent({ modelName: 'model', routingGroup: 'default', blockSize: 4, requestId: 'peer', workerId: 1n, dpRank: 0,
+    loraName: null, kind: 'add', seq: new BigUint64Array(0), trackPrefillTokens: false, expectedOutputTokens: null, prefillTokens: 0 }), false);
+  assert.equal(core.limitRejections.bookings, 4);
+  assert.equal(snapshot(core), before, 'nothing changed');
+  core.freeReservation('a');
+  assert.equal((await core.createReservation({ model_name: 'model', selection_id: 'e' })).worker_id, 1n, 'room again after a free');
+});
+
 test('wire: advisory worker_load without max_num_batched_tokens answers Dynamo\'s default capacity and prefill_busy', async () => {
   const { core } = makeCore({ DYN_ROUTER_CONDITIONAL_DISAGG_PREFILL_BUSY_THRESHOLD: '0.5' });
   core.upsertWorker(worker(1));

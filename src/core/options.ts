@@ -39,6 +39,9 @@ export interface CoreLimits {
   maxPartitions: number;
 }
 
+/** Decides whether the service may connect to an endpoint (`--allowed-endpoints`): null = allowed, else why not. */
+export type EndpointPolicy = (endpoint: string) => string | null;
+
 /** Options of a local core. */
 export interface CoreOptions {
   clock?: Clock;
@@ -62,4 +65,6 @@ export interface CoreOptions {
   affinitySequenceStart?: bigint;
   /** Capacity limits; absent fields take their defaults. */
   limits?: Partial<CoreLimits>;
+  /** Outbound endpoints a worker record may name (KV events, replay); absent = every endpoint. */
+  endpointPolicy?: EndpointPolicy;
 }

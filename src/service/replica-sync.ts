@@ -11,7 +11,8 @@
 import * as zmq from 'zeromq';
 import { LIMITS } from '../core/config/config.js';
 import type { AffinityEvent, LifecycleEvent } from '../core/wire/events.js';
-import { invalidZmqEndpoint, peerNotFound } from '../core/errors.js';
+import { SelectionError, invalidZmqEndpoint, peerNotFound } from '../core/errors.js';
+import type { EndpointPolicy } from '../core/options.js';
 import {
   AFFINITY_TOPIC, LIFECYCLE_TOPIC, decodeAffinityEvent, decodeReplicaEvent, encodeAffinityEvent, encodeReplicaEvent,
 } from './replica-wire.js';
@@ -35,6 +36,8 @@ export interface ReplicaSyncOptions {
   applyLifecycle(e: LifecycleEvent): boolean;
   /** Apply a peer's binding event (affinity on). */
   applyAffinity?(e: AffinityEvent): boolean;
+  /** `--allowed-endpoints`: a peer outside it is refused (422); null = every peer. */
+  endpointPolicy?: EndpointPolicy | null;
 }
 
 const socketOptions = {
@@ -79,10 +82,12 @@ export class ReplicaSync {
     return r;
   }
 
-  /** Register a peer PUB endpoint; `created` false when already present. Invalid endpoint: 400. */
+  /** Register a peer PUB endpoint; `created` false when already present. Invalid endpoint: 400; outside `--allowed-endpoints`: 422. */
   register(endpoint: string): { created: boolean } {
     const reason = validateZmqEndpoint(endpoint);
     if (reason !== null) throw invalidZmqEndpoint(endpoint, reason);
+    const refused = this.o.endpointPolicy?.(endpoint) ?? null;
+    if (refused !== null) throw new SelectionError('SEL_ENDPOINT_NOT_ALLOWED', `endpoint: ${refused}`);
     if (this.peers.has(endpoint)) return { created: false };
     this.sub.connect(endpoint);
     this.peers.add(endpoint);

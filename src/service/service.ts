@@ -8,7 +8,8 @@
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import { SelectionCore } from '../core/core.js';
-import type { CoreHooks, CoreOptions, SelectionCacheConfig, SessionAffinityConfig } from '../core/options.js';
+import type { CoreHooks, CoreLimits, CoreOptions, EndpointPolicy, SelectionCacheConfig, SessionAffinityConfig } from '../core/options.js';
+import { endpointPolicy } from '../core/catalog/endpoint-policy.js';
 import type { IndexFeed } from '../core/index/feed.js';
 import { systemRng, type Clock, type Rng } from '../core/random.js';
 import { parsePolicyConfig, type RouterPolicyConfig } from '../core/select/policy-config.js';
@@ -48,13 +49,17 @@ export interface ServiceOptions {
   trackingKey?: Uint8Array;
   /** A KV-event feed; by default the ZMQ ingress when `use_kv_events` is on. */
   feed?: IndexFeed | null;
+  /** Capacity limits (`--max-*`). */
+  limits: Partial<CoreLimits>;
+  /** `--allowed-endpoints` entries: where workers and replica peers may make the service connect; [] = anywhere. */
+  allowedEndpoints: string[];
 }
 
 /** Builds a {@link SelectionService}. */
 export class SelectionServiceBuilder {
   private readonly o: ServiceOptions = {
     indexerPeers: [], replicaSyncPort: null, replicaSyncPeers: [], selectionCache: {}, sessionAffinity: null,
-    policies: null, logger: silentLogger,
+    policies: null, logger: silentLogger, limits: {}, allowedEndpoints: [],
   };
 
   constructor(private readonly config: RouterConfig) {}
@@ -75,6 +80,13 @@ export class SelectionServiceBuilder {
   trackingKey(k: Uint8Array): this { this.o.trackingKey = k; return this; }
   /** Replace the KV-event feed (null: none, the index is fed by the host). */
   feed(f: IndexFeed | null): this { this.o.feed = f; return this; }
+  /** Capacity limits: prompt blocks, live bookings, partitions (README "Limits"). */
+  limits(l: Partial<CoreLimits>): this { this.o.limits = { ...l }; return this; }
+  /**
+   * The outbound-connection allowlist (`--allowed-endpoints`: host patterns, CIDR blocks, ipc://
+   * prefixes); an empty list allows every endpoint. Malformed entries fail `build()`.
+   */
+  allowedEndpoints(entries: readonly string[]): this { this.o.allowedEndpoints = [...entries]; return this; }
 
   /** Validates, sets up the core and its attachments, recovers from peers, and returns the service. */
   async build(): Promise<SelectionService> {
@@ -86,6 +98,12 @@ export class SelectionServiceBuilder {
     if (o.replicaSyncPort !== null && !(Number.isInteger(o.replicaSyncPort) && o.replicaSyncPort > 0 && o.replicaSyncPort <= 65535)) {
       throw new ConfigError([`--replica-sync-port: must be an integer between 1 and 65535 (got ${o.replicaSyncPort})`]);
     }
+    let policy: EndpointPolicy | null = null;
+    try {
+      if (o.allowedEndpoints.length > 0) policy = endpointPolicy(o.allowedEndpoints);
+    } catch (err) {
+      throw new ConfigError([`--allowed-endpoints: ${(err as Error).message}`]);
+    }
     const trackingKey = o.trackingKey ?? await readTrackingKey(cfg);
     const policyConfig = await readPolicyConfig(cfg);
     const hooks: CoreHooks = {};
@@ -95,6 +113,7 @@ export class SelectionServiceBuilder {
     const coreOptions: CoreOptions = {
       clock: o.clock, rng: o.rng, selectionCache: o.selectionCache, trackingKey, policies: o.policies ?? undefined,
       policyConfig, feed: feed ?? undefined, hooks, sessionAffinity: o.sessionAffinity, replicaId: systemRng().u64() | 1n,
+      limits: o.limits, endpointPolicy: policy ?? undefined,
     };
     let service: SelectionService;
     try {
@@ -108,6 +127,7 @@ export class SelectionServiceBuilder {
       try {
         const replica = await ReplicaSync.start({
           port: o.replicaSyncPort, peers: o.replicaSyncPeers, routerId: service.replicaId, affinity: o.sessionAffinity !== null,
+          endpointPolicy: policy,
           logger: o.logger, applyLifecycle: (e) => service.applyReplicaEvent(e), applyAffinity: (e) => service.applyAffinityEvent(e),
         });
         service.attachReplica(replica);

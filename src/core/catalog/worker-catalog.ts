@@ -6,8 +6,9 @@
  * reconcile of one record against its partition: schedulability reasons, partition creation, rank
  * diff, KV-event listeners.
  *
- * Before a record changes anything it is admitted: a record that would create a partition needs
- * room under `--max-partitions` (429).
+ * Before a record changes anything it is admitted: every endpoint it names must pass the
+ * `--allowed-endpoints` policy (422 naming the field and the endpoint), and a record that would
+ * create a partition needs room under `--max-partitions` (429).
  *
  * SelectionCore extends it with selection and booking; the two hooks below are where a catalog
  * change reaches them (bookings of a dropped rank are released, the admission queue re-checked).
@@ -25,7 +26,7 @@ import { policyConfigQueues, resolveProfile, type RouterPolicyConfig } from '../
 import type { PolicyRegistry } from '../select/policy.js';
 import { AdmissionQueue, type Waiter } from '../select/queue.js';
 import { SessionAffinityTable } from '../booking/affinity.js';
-import type { CoreHooks, CoreLimits, CoreOptions, SessionAffinityConfig } from '../options.js';
+import type { CoreHooks, CoreLimits, CoreOptions, EndpointPolicy, SessionAffinityConfig } from '../options.js';
 import { systemClock, type Clock, type Rng } from '../random.js';
 import {
   applyPatch, compareRecords, eventEndpoints, metadataReasons, partitionKeyOf, ranksOf, toRecord, type WorkerEntry,
@@ -55,6 +56,7 @@ export abstract class WorkerCatalog {
   private readonly policyConfig: RouterPolicyConfig | null;
   protected readonly affinity: SessionAffinityConfig | null;
   private readonly affinitySequenceStart: bigint;
+  private readonly endpointPolicy: EndpointPolicy | null;
 
   protected constructor(config: RouterConfig, o: CoreOptions, rng: Rng) {
     this.config = config;
@@ -70,6 +72,7 @@ export abstract class WorkerCatalog {
     this.affinity = o.sessionAffinity ?? null;
     this.affinitySequenceStart = o.affinitySequenceStart ?? BigInt(Date.now()) * 1_000_000n;
     this.limits = WorkerCatalog.resolveLimits(config, o);
+    this.endpointPolicy = o.endpointPolicy ?? null;
   }
 
   /**
@@ -113,6 +116,14 @@ export abstract class WorkerCatalog {
     const req = this.parse(WorkerRequestSchema, input);
     this.admit(req);
     return toRecord(this.reconcileWorker(req));
+  }
+
+  /**
+   * The checks {@link upsertWorker} runs before it changes anything (schema, endpoints, room for
+   * a new partition), alone: a source applying many records checks them all first.
+   */
+  checkWorker(input: unknown): void {
+    this.admit(this.parse(WorkerRequestSchema, input));
   }
 
   patchWorker(workerId: bigint, input: unknown): WorkerRecord {
@@ -216,11 +227,21 @@ export abstract class WorkerCatalog {
   private get fedByEvents(): boolean { return this.feed !== null && this.config.useKvEvents; }
 
   /**
-   * The check a record passes before it changes anything: room for the partition it would create
-   * (429). A worker that is the only one of its partition frees that partition when it moves, so
-   * its move never lacks room.
+   * The checks a record passes before it changes anything: its endpoints against the endpoint
+   * policy (422), and room for the partition it would create (429). A worker that is the only one
+   * of its partition frees that partition when it moves, so its move never lacks room.
    */
   private admit(req: WorkerRequest): void {
+    if (this.endpointPolicy) {
+      const named: [string, string | undefined][] = [['kv_events_endpoint', req.kv_events_endpoint], ['replay_endpoint', req.replay_endpoint]];
+      for (const [rank, ep] of req.kv_events_endpoints) named.push([`kv_events_endpoints.${rank}`, ep]);
+      for (const [field, ep] of named) {
+        const why = ep === undefined ? null : this.endpointPolicy(ep);
+        if (why !== null) {
+          throw new SelectionError('SEL_ENDPOINT_NOT_ALLOWED', `Failed to deserialize the JSON body into the target type: ${field}: ${why}`);
+        }
+      }
+    }
     const key = partitionKeyOf(req.model_name, req.routing_group);
     if (this.partitions.has(key) || metadataReasons(req, { queueing: this.queueing, kvEvents: this.config.useKvEvents }).length > 0) return;
     const prev = this.workers.get(req.worker_id);

@@ -40,6 +40,13 @@ export interface ReplicaSyncOptions {
   endpointPolicy?: EndpointPolicy | null;
 }
 
+/**
+ * Largest replica-sync message accepted (ZMQ_MAXMSGSIZE): an admission event carries one 8-byte
+ * hash per prompt block, so 64 MiB is far above any real event; a larger frame drops the peer's
+ * connection instead of being buffered.
+ */
+export const REPLICA_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+
 const socketOptions = {
   linger: 0, reconnectInterval: 100, reconnectMaxInterval: 5000, tcpKeepalive: 1,
   heartbeatInterval: 5000, heartbeatTimeout: 15000, heartbeatTimeToLive: 15000,
@@ -62,7 +69,7 @@ export class ReplicaSync {
 
   private constructor(private readonly o: ReplicaSyncOptions) {
     this.pub = new zmq.Publisher({ ...socketOptions, sendTimeout: 0 });
-    this.sub = new zmq.Subscriber({ ...socketOptions, receiveTimeout: -1 });
+    this.sub = new zmq.Subscriber({ ...socketOptions, receiveTimeout: -1, maxMessageSize: REPLICA_MAX_MESSAGE_BYTES });
   }
 
   /** Binds the PUB, connects the SUB to the static peers and starts receiving. */

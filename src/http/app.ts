@@ -5,7 +5,10 @@
  * instance with the transport limits of api §1; {@link buildApp} does both (tests, embedding).
  * Listening and signals belong to the process entry (server.ts).
  */
+import { createServer as createHttpServer, type Server } from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
+import { SelectionError, errorBody } from '../core/errors.js';
 import { LIMITS } from '../core/config/config.js';
 import type { ServiceApi } from '../core/wire/types.js';
 import { VERSION } from '../version.js';
@@ -20,6 +23,16 @@ import { ROUTES, run, type RouteDef } from './routes.js';
 export interface ServerOptions {
   /** Pino options (e.g. `{ level: 'info' }`; structured JSON lines on stdout), or `false` (the default). */
   logger?: boolean | { level: string };
+  /**
+   * A request (headers and body) must arrive in full within this many ms, else 408 and the
+   * connection closes; 0 = no limit. Default `LIMITS.requestTimeoutMs` (30 s).
+   */
+  requestTimeoutMs?: number;
+  /**
+   * A socket with no traffic for this many ms is closed, also while its request waits in a
+   * selection queue; 0 = never. Default `LIMITS.connectionTimeoutMs` (10 min).
+   */
+  connectionTimeoutMs?: number;
 }
 
 /** Options of the {@link selectionApi} plugin. */
@@ -38,9 +51,45 @@ class DebugRequestLogs extends Fastify.LogController {
   }
 }
 
-/** A Fastify instance with the transport rules of api §1 (8 MiB bodies, long path ids). */
+/**
+ * The answer to a client error Node raises before routing (request timeout, malformed request
+ * line, oversized headers): `{"error": ...}` like every other error, then the socket closes.
+ */
+function clientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, e] = err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+    ? [408, new SelectionError('SEL_REQUEST_TIMEOUT', 'request not received in full within the request timeout')]
+    : err.code === 'HPE_HEADER_OVERFLOW' ? [431, new SelectionError('SEL_BAD_REQUEST', 'request headers too large')]
+    : [400, new SelectionError('SEL_BAD_REQUEST', 'malformed HTTP request')];
+  const body = JSON.stringify(errorBody(e));
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${status === 408 ? 'Request Timeout' : status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n`
+      + `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy();
+}
+
+/**
+ * A Fastify instance with the transport rules of api §1 (8 MiB bodies, long path ids) and the
+ * transport timeouts. The Node server is made here: Node 20 enforces `requestTimeout` only when
+ * it is given to the constructor (Fastify sets it afterwards, where it has no effect).
+ */
 export function createServer(opts: ServerOptions = {}): FastifyInstance {
+  const requestTimeout = opts.requestTimeoutMs ?? LIMITS.requestTimeoutMs;
+  const connectionTimeout = opts.connectionTimeoutMs ?? LIMITS.connectionTimeoutMs;
+  const serverFactory = (handler: Parameters<typeof createHttpServer>[1]): Server => {
+    const server = createHttpServer({
+      requestTimeout,
+      // how often Node looks for requests past their time (its default, 30 s, would double the limit)
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(requestTimeout / 4) || 1000)),
+    }, handler);
+    server.keepAliveTimeout = 72_000; // Fastify's default
+    server.setTimeout(connectionTimeout);
+    return server;
+  };
   return Fastify({
+    serverFactory,
+    clientErrorHandler: clientError,
     logger: opts.logger ?? false,
     bodyLimit: LIMITS.requestBodyLimitBytes,
     // Reservation ids are client strings of any length (Fastify's default cap is 100 chars -> 404).

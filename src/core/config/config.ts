@@ -80,6 +80,8 @@ export const LIMITS = Object.freeze({
   // Capacity (configurable, README "Limits"): defaults, and the wasm index handles partitions share.
   // (prompt blocks: bench/RESULTS.md "Prompt size"; fewer where bookings are also recorded into an index)
   defaultMaxPromptBlocks: 16384, defaultMaxPromptBlocksRecorded: 4096, defaultMaxBookings: 262144, wasmIndexHandles: 4096,
+  // HTTP transport: the whole request must arrive within (408), an idle socket closes after (0 = never).
+  requestTimeoutMs: 30000, connectionTimeoutMs: 600000,
 });
 
 /** A value in a problem line: env strings quoted, a bigint as `5n`, anything else briefly and safely (wire/show.ts). */

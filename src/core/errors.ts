@@ -31,6 +31,7 @@ export const ERROR_CATALOGUE = Object.freeze({
   SEL_INVALID_JSON: e(400, 'bad_request', 'syntactically invalid JSON body'),
   SEL_INVALID_PATH: e(400, 'bad_request', 'path parameter does not parse (worker_id must be u64)'),
   SEL_UNPROCESSABLE: e(422, 'bad_request', 'JSON that does not fit the request type (missing field, wrong type, bad router_config_override, a size over its limit)'),
+  SEL_UNAUTHORIZED: e(401, 'bad_request', 'authentication is on and the request has no valid `Authorization: Bearer` token'),
   SEL_REQUEST_TIMEOUT: e(408, 'bad_request', 'the request was not received in full within --request-timeout-ms'),
   SEL_ENDPOINT_NOT_ALLOWED: e(422, 'bad_request', 'an endpoint the service would connect to is outside --allowed-endpoints'),
   // BadRequest

@@ -36,7 +36,17 @@ export interface ServerOptions {
 }
 
 /** Options of the {@link selectionApi} plugin. */
-export interface SelectionApiOptions { service: ServiceApi }
+export interface SelectionApiOptions {
+  service: ServiceApi;
+  /** Bearer-token check (`--auth-token-file`); absent = no authentication. */
+  auth?: BearerAuth;
+}
+
+/** What authentication needs of the host: whether an `Authorization` header value is a valid `Bearer` token. */
+export interface BearerAuth { verify(authorization: string | undefined): boolean }
+
+/** Paths answered without authentication (probes and metrics scrapers carry no token). */
+export const UNAUTHENTICATED_PATHS: ReadonlySet<string> = new Set(['/health', '/ready', '/metrics']);
 
 /**
  * Per-request lines at debug level: a selection service answers thousands of small requests a
@@ -109,9 +119,18 @@ export function createServer(opts: ServerOptions = {}): FastifyInstance {
 export const ALL_ROUTES: readonly RouteDef[] = [...ROUTES, openApiRoute(ROUTES, VERSION)];
 
 /** Mounts the selection API on the instance it is registered on (not encapsulated). */
-export const selectionApi: FastifyPluginAsync<SelectionApiOptions> = async (app, { service }) => {
+export const selectionApi: FastifyPluginAsync<SelectionApiOptions> = async (app, { service, auth }) => {
   useJsonBodies(app);
   installErrorHandler(app);
+  if (auth) {
+    // every route but the probes and /metrics, unknown paths included (a 401 before any 404)
+    app.addHook('onRequest', (req, reply, done) => {
+      const q = req.url.indexOf('?');
+      if (UNAUTHENTICATED_PATHS.has(q < 0 ? req.url : req.url.slice(0, q)) || auth.verify(req.headers.authorization)) { done(); return; }
+      reply.header('www-authenticate', 'Bearer');
+      done(new SelectionError('SEL_UNAUTHORIZED', 'missing or invalid bearer token (send Authorization: Bearer <token>)'));
+    });
+  }
   installNotFound(app, ALL_ROUTES);
   app.setReplySerializer((payload) => stringifyJson(payload));
   const mount = (scope: FastifyInstance, def: RouteDef): void => {

@@ -53,13 +53,15 @@ export interface ServiceOptions {
   limits: Partial<CoreLimits>;
   /** `--allowed-endpoints` entries: where workers and replica peers may make the service connect; [] = anywhere. */
   allowedEndpoints: string[];
+  /** The bearer token sent to `--indexer-peers` (authentication on), read when recovery runs. */
+  peerToken: (() => string) | null;
 }
 
 /** Builds a {@link SelectionService}. */
 export class SelectionServiceBuilder {
   private readonly o: ServiceOptions = {
     indexerPeers: [], replicaSyncPort: null, replicaSyncPeers: [], selectionCache: {}, sessionAffinity: null,
-    policies: null, logger: silentLogger, limits: {}, allowedEndpoints: [],
+    policies: null, logger: silentLogger, limits: {}, allowedEndpoints: [], peerToken: null,
   };
 
   constructor(private readonly config: RouterConfig) {}
@@ -87,6 +89,8 @@ export class SelectionServiceBuilder {
    * prefixes); an empty list allows every endpoint. Malformed entries fail `build()`.
    */
   allowedEndpoints(entries: readonly string[]): this { this.o.allowedEndpoints = [...entries]; return this; }
+  /** The bearer token to present to `--indexer-peers` (their `/dump` needs it when they authenticate). */
+  peerToken(get: () => string): this { this.o.peerToken = get; return this; }
 
   /** Validates, sets up the core and its attachments, recovers from peers, and returns the service. */
   async build(): Promise<SelectionService> {
@@ -139,7 +143,7 @@ export class SelectionServiceBuilder {
           : `--replica-sync-port: cannot bind tcp://*:${o.replicaSyncPort}: ${(err as Error).message}`]);
       }
     }
-    if (o.indexerPeers.length > 0) await recoverFromPeers(service, o.indexerPeers, o.logger);
+    if (o.indexerPeers.length > 0) await recoverFromPeers(service, o.indexerPeers, o.logger, LIMITS.recoveryDelayMs, o.peerToken?.());
     ingress?.setIndexerReady();
     return service;
   }
@@ -175,11 +179,12 @@ async function readPolicyConfig(cfg: RouterConfig): Promise<RouterPolicyConfig |
  * peer or a bad dump logs a warning and the service starts empty.
  */
 export async function recoverFromPeers(core: SelectionCore, peers: readonly string[], logger: Logger,
-  delayMs: number = LIMITS.recoveryDelayMs): Promise<boolean> {
+  delayMs: number = LIMITS.recoveryDelayMs, token?: string): Promise<boolean> {
   await new Promise((r) => setTimeout(r, delayMs));
+  const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
   for (const url of peers) {
     try {
-      const res = await fetch(`${url.replace(/\/+$/, '')}/dump`, { signal: AbortSignal.timeout(LIMITS.recoveryTimeoutMs) });
+      const res = await fetch(`${url.replace(/\/+$/, '')}/dump`, { headers, signal: AbortSignal.timeout(LIMITS.recoveryTimeoutMs) });
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
       const parsed = DumpSchema.safeParse(parseJson(await res.text()));
       if (!parsed.success) throw new Error(`bad dump: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`);

@@ -1,26 +1,31 @@
 /**
  * Issue 15 over real HTTP (Fastify on 127.0.0.1, port 0, real sockets): the wrong-typed value
- * (defect 1), slow clients (defect 6), invalid UTF-8 (defect 10) and the outbound-connection
- * allowlist, each answered `{"error": ...}`.
+ * (defect 1), slow clients (defect 6), invalid UTF-8 (defect 10), optional bearer authentication
+ * and the outbound-connection allowlist, each answered `{"error": ...}`.
  */
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { createServer, selectionApi, type ServerOptions } from '../../../src/http/app.js';
+import { mkdtempSync, rmSync, writeFileSync, renameSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer, selectionApi, type BearerAuth, type ServerOptions } from '../../../src/http/app.js';
 import { parseRouterConfig } from '../../../src/core/config/config.js';
-import { SelectionServiceBuilder, type SelectionService } from '../../../src/service/service.js';
+import { SelectionServiceBuilder, recoverFromPeers, type SelectionService } from '../../../src/service/service.js';
+import { AuthTokens } from '../../../src/service/auth.js';
+import { silentLogger } from '../../../src/service/logger.js';
 import { parseJson } from '../../../src/core/wire/json.js';
-import { rawRequest, startServer } from './server.js';
-import { freePort } from '../../support/ports.js';
+import { rawRequest, startServer, toks } from './server.js';
+import { eventually, freePort } from '../../support/ports.js';
 
 interface Served { base: string; service: SelectionService }
 
-/** A listening server with transport options and a configured builder. */
-async function serve(t: TestContext, o: { server?: ServerOptions; configure?: (b: SelectionServiceBuilder) => SelectionServiceBuilder } = {}): Promise<Served> {
+/** A listening server with transport options, authentication and a configured builder. */
+async function serve(t: TestContext, o: { server?: ServerOptions; auth?: BearerAuth; configure?: (b: SelectionServiceBuilder) => SelectionServiceBuilder } = {}): Promise<Served> {
   const b = new SelectionServiceBuilder(parseRouterConfig({ DYN_ROUTER_USE_KV_EVENTS: 'false' }));
   const service = await (o.configure ? o.configure(b) : b).build();
   const app = createServer(o.server);
-  await app.register(selectionApi, { service });
+  await app.register(selectionApi, { service, auth: o.auth });
   await app.listen({ port: 0, host: '127.0.0.1' });
   t.after(async () => { await app.close(); await service.shutdown(); });
   const addr = app.server.address();
@@ -76,6 +81,69 @@ test('defect 10: a JSON body that is not valid UTF-8 is a 400 {"error"}', async 
   const good = await s.call('POST', '/workers', '{"worker_id":1,"model_name":"é","endpoint":"http://w:1","block_size":4}');
   assert.equal(good.status, 201);
   assert.equal(good.body.model_name, 'é');
+});
+
+test('auth: every route but /health, /ready and /metrics needs a valid bearer token (401 {"error"} otherwise)', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'auth-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'tokens');
+  writeFileSync(file, '# rotation: old and new\nold-token-123\n\n  new-token-456  \n');
+  const auth = await AuthTokens.open(file, silentLogger, 20);
+  t.after(() => auth.close());
+  const { base } = await serve(t, { auth });
+  const call = (method: string, path: string, authorization?: string, body?: string) => fetch(base + path, {
+    method, body, headers: { ...(authorization ? { authorization } : {}), ...(body ? { 'content-type': 'application/json' } : {}) },
+  });
+  for (const h of [undefined, 'Bearer', 'Bearer wrong', 'Basic old-token-123', 'Bearer old-token-1234', 'Bearer old-token-123 x']) {
+    for (const [m, p] of [['GET', '/workers'], ['POST', '/select'], ['GET', '/dump'], ['GET', '/no/such/route'], ['GET', '/openapi.json']]) {
+      const r = await call(m, p, h, m === 'POST' ? '{}' : undefined);
+      assert.equal(r.status, 401, `${m} ${p} with ${h}`);
+      assert.equal(r.headers.get('www-authenticate'), 'Bearer');
+      assert.match(String(errorOf(await r.text())), /bearer token/);
+    }
+  }
+  for (const p of ['/health', '/ready']) assert.notEqual((await call('GET', p)).status, 401, p);
+  assert.equal((await call('GET', '/metrics')).status, 404, '/metrics is exempt (another part serves it)');
+  assert.equal((await call('GET', '/workers', 'Bearer old-token-123')).status, 200);
+  assert.equal((await call('GET', '/workers', 'bearer   new-token-456')).status, 200);
+  // rotation: the file is read again when it changes
+  writeFileSync(join(dir, 'next'), 'newest-token-789\n');
+  renameSync(join(dir, 'next'), file);
+  await eventually(async () => (await call('GET', '/workers', 'Bearer newest-token-789')).status === 200, 5000, 'the rotated token');
+  assert.equal((await call('GET', '/workers', 'Bearer old-token-123')).status, 401, 'the removed token no longer works');
+  // a bad version (no token) is refused and the current tokens stay
+  writeFileSync(file, '# emptied by mistake\n');
+  assert.equal(await auth.reload(), false);
+  assert.equal((await call('GET', '/workers', 'Bearer newest-token-789')).status, 200);
+});
+
+test('auth: --indexer-peers recovery presents the token to a peer that authenticates', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'auth-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'tokens'), 'peer-token\n');
+  const auth = await AuthTokens.open(join(dir, 'tokens'), silentLogger);
+  t.after(() => auth.close());
+  const peer = await serve(t, { auth });
+  peer.service.upsertWorker({ worker_id: 1, model_name: 'm', endpoint: 'http://w:1', block_size: 4 });
+  await peer.service.selectAndReserve({ model_name: 'm', selection_id: 'x', token_ids: toks(8) });
+  const fresh = await new SelectionServiceBuilder(parseRouterConfig({ DYN_ROUTER_USE_KV_EVENTS: 'false' })).build();
+  t.after(() => fresh.shutdown());
+  assert.equal(await recoverFromPeers(fresh, [peer.base], silentLogger, 0), false, 'without the token the peer answers 401');
+  assert.equal(await recoverFromPeers(fresh, [peer.base], silentLogger, 0, auth.outbound), true);
+  assert.equal(Object.keys(fresh.dump()).length, 1);
+});
+
+test('auth: an unusable token file stops the start with a message naming the flag', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'auth-'));
+  try {
+    await assert.rejects(AuthTokens.open(join(dir, 'missing'), silentLogger), /--auth-token-file: .*missing/);
+    writeFileSync(join(dir, 'empty'), '\n# nothing\n');
+    await assert.rejects(AuthTokens.open(join(dir, 'empty'), silentLogger), /--auth-token-file: .*no token/);
+    writeFileSync(join(dir, 'spaced'), 'two words\n');
+    await assert.rejects(AuthTokens.open(join(dir, 'spaced'), silentLogger), /line 1: a token has no whitespace inside/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('allowlist: a worker or replica peer outside --allowed-endpoints is a 422 naming the endpoint', async (t) => {

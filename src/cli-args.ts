@@ -1,11 +1,12 @@
 /**
  * The `select-service` flags (api §4.1 plus the service's own): one table drives parsing, the
- * `--help` text and the README's flag table. `--flag value` and `--flag=value` both work.
+ * `--help` text and the README's flag table. `--flag value` and `--flag=value` both work; a flag
+ * with an `env` name may be given by that environment variable instead (the flag wins).
  * Parsing checks syntax and types and lists every problem at once; ranges owned by the router
  * config schema (`--router-tracking-hash`) and the service builder (ports, affinity TTL) are
  * checked there, with messages that name the same flags.
  */
-import type { RouterConfig } from './core/config/config.js';
+import { LIMITS, type RouterConfig } from './core/config/config.js';
 import { validateZmqEndpoint } from './service/zmq-endpoint.js';
 
 /** Pino levels accepted by `--log-level`. */
@@ -30,6 +31,12 @@ export interface CliOptions {
   readonly sessionAffinity: { readonly ttlSecs: number; readonly mode: 'hard' | 'soft' } | null;
   readonly logLevel: LogLevel;
   readonly workersFile: string | null;
+  /** `--max-*` capacity limits given (absent = the core's defaults). */
+  readonly limits: { readonly maxPromptBlocks?: number; readonly maxBookings?: number; readonly maxPartitions?: number };
+  readonly requestTimeoutMs: number;
+  readonly connectionTimeoutMs: number;
+  readonly authTokenFile: string | null;
+  readonly allowedEndpoints: readonly string[];
 }
 
 /** Invalid command line; `problems` holds one line per problem, each naming its flag. */
@@ -38,7 +45,7 @@ export class CliError extends Error {
   constructor(readonly problems: readonly string[]) { super(`invalid command line:\n${problems.map((p) => `  - ${p}`).join('\n')}`); }
 }
 
-interface Flag { name: string; value?: string; default: string; help: string }
+interface Flag { name: string; value?: string; default: string; help: string; env?: string }
 
 /** Every flag, in `--help` order. */
 export const FLAGS: readonly Flag[] = [
@@ -60,6 +67,17 @@ export const FLAGS: readonly Flag[] = [
   { name: '--session-affinity-mode', value: 'MODE', default: 'hard', help: 'hard or soft (needs --session-affinity-ttl-secs)' },
   { name: '--log-level', value: 'LEVEL', default: 'info', help: LOG_LEVELS.join(', ') },
   { name: '--workers-file', value: 'PATH', default: 'none', help: 'JSON array of worker records to keep the catalog in sync with' },
+  { name: '--max-prompt-blocks', value: 'N', default: `${LIMITS.defaultMaxPromptBlocks} (${LIMITS.defaultMaxPromptBlocksRecorded} when bookings are indexed)`,
+    help: 'blocks one prompt may have (422 above)' },
+  { name: '--max-bookings', value: 'N', default: String(LIMITS.defaultMaxBookings), help: 'live bookings across partitions (429 at the cap)' },
+  { name: '--max-partitions', value: 'N', default: String(LIMITS.wasmIndexHandles),
+    help: `partitions at once (429 at the cap; at most ${LIMITS.wasmIndexHandles}, ${LIMITS.wasmIndexHandles / 2} with DYN_ROUTER_PREDICTED_TTL_SECS)` },
+  { name: '--request-timeout-ms', value: 'MS', default: String(LIMITS.requestTimeoutMs), help: 'a request must arrive in full within this (408 after; 0 = no limit)' },
+  { name: '--connection-timeout-ms', value: 'MS', default: String(LIMITS.connectionTimeoutMs), help: 'close a socket idle this long, also while its selection queues (0 = never)' },
+  { name: '--auth-token-file', value: 'PATH', default: 'none', env: 'SELECT_SERVICE_AUTH_TOKEN_FILE',
+    help: 'require Authorization: Bearer <token> (one token per line; re-read on change and SIGHUP)' },
+  { name: '--allowed-endpoints', value: 'LIST', default: 'all', env: 'SELECT_SERVICE_ALLOWED_ENDPOINTS',
+    help: 'comma-separated host patterns, CIDR blocks and ipc:// prefixes the service may connect to' },
   { name: '--help', default: '', help: 'print this help and exit (also -h)' },
   { name: '--version', default: '', help: 'print the version and exit (also -V)' },
 ];
@@ -70,7 +88,7 @@ const ALIASES: Readonly<Record<string, string>> = { '-h': '--help', '-V': '--ver
 export function usage(): string {
   const left = (f: Flag) => (f.value ? `${f.name} ${f.value}` : f.name);
   const width = Math.max(...FLAGS.map((f) => left(f).length));
-  const lines = FLAGS.map((f) => `  ${left(f).padEnd(width)}  ${f.help}${f.default && f.default !== 'env' ? ` [default: ${f.default}]` : ''}`);
+  const lines = FLAGS.map((f) => `  ${left(f).padEnd(width)}  ${f.help}${f.default && f.default !== 'env' ? ` [default: ${f.default}]` : ''}${f.env ? ` [env: ${f.env}]` : ''}`);
   return ['usage: select-service [OPTIONS]', '       select-service simulate [ARGS...]', '',
     'Router behaviour is configured with the DYN_ROUTER_* environment variables.', '', 'options:', ...lines].join('\n');
 }
@@ -97,10 +115,17 @@ function tokenize(argv: readonly string[], problems: string[]): Map<string, stri
   return seen;
 }
 
-/** Parses the command line (without the node and script paths). Throws {@link CliError}. */
-export function parseCliArgs(argv: readonly string[]): CliOptions {
+/**
+ * Parses the command line (without the node and script paths); `env` supplies the flags that
+ * have an environment variable. Throws {@link CliError}.
+ */
+export function parseCliArgs(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = {}): CliOptions {
   const problems: string[] = [];
   const raw = tokenize(argv, problems);
+  for (const f of FLAGS) {
+    const v = f.env === undefined ? undefined : env[f.env];
+    if (v !== undefined && v !== '' && !raw.has(f.name)) raw.set(f.name, v);
+  }
   const str = (name: string): string | null => { const v = raw.get(name); return typeof v === 'string' ? v : null; };
   const num = (name: string, integer: boolean, min: number, max = Number.MAX_SAFE_INTEGER): number | null => {
     const v = str(name);
@@ -142,6 +167,13 @@ export function parseCliArgs(argv: readonly string[]): CliOptions {
     maxEntries: num('--selection-cache-max-entries', true, 0) ?? undefined,
     maxBytes: num('--selection-cache-max-bytes', true, 0) ?? undefined,
   };
+  const limits = {
+    maxPromptBlocks: num('--max-prompt-blocks', true, 1, LIMITS.maxPromptItems) ?? undefined,
+    maxBookings: num('--max-bookings', true, 1) ?? undefined,
+    maxPartitions: num('--max-partitions', true, 1, LIMITS.wasmIndexHandles) ?? undefined,
+  };
+  const authTokenFile = str('--auth-token-file');
+  if (authTokenFile !== null && authTokenFile.trim() === '') problems.push('--auth-token-file: must not be empty');
   const opts: CliOptions = {
     help: raw.has('--help'),
     version: raw.has('--version'),
@@ -159,6 +191,11 @@ export function parseCliArgs(argv: readonly string[]): CliOptions {
     sessionAffinity: ttl === null ? null : { ttlSecs: ttl, mode: mode === 'soft' ? 'soft' : 'hard' },
     logLevel: logLevel as LogLevel,
     workersFile: str('--workers-file'),
+    limits: Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)),
+    requestTimeoutMs: num('--request-timeout-ms', true, 0, 2 ** 31 - 1) ?? LIMITS.requestTimeoutMs,
+    connectionTimeoutMs: num('--connection-timeout-ms', true, 0, 2 ** 31 - 1) ?? LIMITS.connectionTimeoutMs,
+    authTokenFile,
+    allowedEndpoints: list('--allowed-endpoints'),
   };
   if (problems.length > 0) throw new CliError(problems);
   return Object.freeze(opts);

@@ -26,10 +26,10 @@ async function simulate(argv: string[]): Promise<number> {
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'simulate') return simulate(argv.slice(1));
   try {
-    const opts = parseCliArgs(argv);
+    const env = readEnv();
+    const opts = parseCliArgs(argv, env);
     if (opts.help) { process.stdout.write(`${usage()}\n`); return 0; }
     if (opts.version) { process.stdout.write(`${VERSION}\n`); return 0; }
-    const env = readEnv();
     const config = parseRouterConfig(env, routerOverrides(opts));
     // Loaded only to serve: help, version and configuration errors answer without Fastify,
     // ZeroMQ and the wasm core (a bad flag exits in ~0.25 s instead of ~0.5 s).

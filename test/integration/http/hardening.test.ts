@@ -71,6 +71,15 @@ test('defect 6: a client trickling its body is cut with a 408 {"error"}; complet
   assert.equal(ok.status, 201);
 });
 
+test('defect 6: the timeouts have defaults and flags', async () => {
+  const { parseCliArgs } = await import('../../../src/cli-args.js');
+  const d = parseCliArgs([]);
+  assert.deepEqual([d.requestTimeoutMs, d.connectionTimeoutMs], [30000, 600000]);
+  const o = parseCliArgs(['--request-timeout-ms', '5000', '--connection-timeout-ms=0']);
+  assert.deepEqual([o.requestTimeoutMs, o.connectionTimeoutMs], [5000, 0]);
+  assert.throws(() => parseCliArgs(['--request-timeout-ms', '-1']), /--request-timeout-ms: must be an integer between 0/);
+});
+
 test('defect 10: a JSON body that is not valid UTF-8 is a 400 {"error"}', async (t) => {
   const s = await startServer(t);
   const bad = Buffer.concat([Buffer.from('{"worker_id":1,"model_name":"'), Buffer.from([0xc3, 0x28]), Buffer.from('","endpoint":"http://w:1","block_size":4}')]);

@@ -11,7 +11,8 @@ import { createServer, selectionApi } from './http/app.js';
 import { WorkersFileDiscovery } from './service/discovery.js';
 import { AuthTokens } from './service/auth.js';
 import { SelectionServiceBuilder } from './service/service.js';
-import type { CliOptions } from './cli-args.js';
+import { openFileLimit, rankCapacity } from './service/fd-limit.js';
+import { unknownEnvWarnings, type CliOptions } from './cli-args.js';
 
 /** Time allowed for a graceful stop before the process exits anyway (under the 5 s rule). */
 const SHUTDOWN_GRACE_MS = 4000;
@@ -26,14 +27,23 @@ export async function runServer(opts: CliOptions, config: RouterConfig, env: Rea
   });
   const log = app.log;
   for (const note of envDeprecations(env)) log.warn(note);
+  for (const { name, closest } of unknownEnvWarnings(env)) {
+    log.warn({ variable: name, closest }, `unknown environment variable ${name} is ignored (did you mean ${closest}?)`);
+  }
   if (opts.threads !== null) log.info({ threads: opts.threads }, '--threads has no effect: the index is one WebAssembly instance');
   const auth = opts.authTokenFile !== null ? await AuthTokens.open(opts.authTokenFile, log) : null;
+  const fds = openFileLimit();
+  const maxRanks = rankCapacity(fds);
   const builder = new SelectionServiceBuilder(config).logger(log).selectionCache(opts.selectionCache).indexerPeers(opts.indexerPeers)
-    .limits(opts.limits).allowedEndpoints(opts.allowedEndpoints);
+    .kvEvents({ maxMessageBytes: opts.kvEventsMaxMessageBytes, maxRanks }).limits(opts.limits).allowedEndpoints(opts.allowedEndpoints);
   if (auth) builder.peerToken(() => auth.outbound);
   if (opts.replicaSyncPort !== null) builder.replicaSync(opts.replicaSyncPort, opts.replicaSyncPeers);
   if (opts.sessionAffinity) builder.sessionAffinity(opts.sessionAffinity);
   const service = await builder.build().catch((err: unknown) => { auth?.close(); throw err; });
+  if (config.useKvEvents) {
+    log.info({ openFilesSoft: fds?.soft ?? null, openFilesHard: fds?.hard ?? null, maxKvEventRanks: maxRanks },
+      'KV events: one connection per worker rank; the open-file limit bounds the ranks this process can follow');
+  }
   await app.register(selectionApi, { service, auth: auth ?? undefined });
   if (auth) {
     log.info({ path: auth.path, tokens: auth.size }, 'authentication on: every route but /health, /ready and /metrics needs a bearer token');

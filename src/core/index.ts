@@ -45,7 +45,7 @@ export type {
   WorkerPatchInput, WorkerRequestInput,
 } from './wire/schemas.js';
 export type {
-  DumpResponse, Lifecycle, ModelLoadResponse, OverlapScoreRow, OverlapScoresResponse, OverlapSummary, PotentialLoad,
+  DumpResponse, KvHint, Lifecycle, ModelLoadResponse, OverlapScoreRow, OverlapScoresResponse, OverlapSummary, PotentialLoad,
   ReadyResponse, ReplicaPeersApi, ReservationResponse, SelectOptions, SelectResponse, SelectionApi, ServiceApi, StatusOk,
   WorkerLoad, WorkerRecord,
 } from './wire/types.js';

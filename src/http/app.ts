@@ -1,9 +1,13 @@
 /**
- * The HTTP service as a Fastify plugin (api §1, §2): {@link selectionApi} mounts every route of
- * the route table on the instance it is registered on, with the u64-exact JSON body parser and
- * serializer, the one error handler and the 404/405 handler. {@link createServer} makes an
- * instance with the transport limits of api §1; {@link buildApp} does both (tests, embedding).
- * Listening and signals belong to the process entry (server.ts).
+ * The HTTP service as a Fastify plugin: {@link selectionApi} mounts every route of the route
+ * table, and the 405 answers of their paths, in its own encapsulated scope, with the u64-exact
+ * JSON body parser and serializer and the one error handler. Nothing of that leaks into the
+ * host: its routes keep their parsers, serializer and error handler, and its 404 handler stays
+ * in charge of every path outside ours. Registered with a `prefix`, every route (health,
+ * readiness and the OpenAPI document included) moves under it, and unknown paths under the
+ * prefix answer our 404. {@link createServer} makes an instance with the service's transport
+ * limits, error handler and 404 for the whole server; {@link buildApp} does both (tests,
+ * embedding). Listening and signals belong to the process entry (server.ts).
  */
 import { createServer as createHttpServer, type Server } from 'node:http';
 import type { Socket } from 'node:net';
@@ -15,7 +19,7 @@ import { VERSION } from '../version.js';
 import { ignoreBodies, useJsonBodies } from './content-type.js';
 import { installErrorHandler, sendError } from './error-handler.js';
 import { stringifyJson } from '../core/wire/json.js';
-import { installNotFound } from './not-found.js';
+import { installNotFound, methodNotAllowedRoutes } from './not-found.js';
 import { openApiRoute } from './openapi.js';
 import { ROUTES, run, type RouteDef } from './routes.js';
 
@@ -35,9 +39,10 @@ export interface ServerOptions {
   connectionTimeoutMs?: number;
 }
 
-/** Options of the {@link selectionApi} plugin. */
+/** Options of the {@link selectionApi} plugin (plus Fastify's own `prefix`). */
 export interface SelectionApiOptions {
   service: ServiceApi;
+  prefix?: string;
   /** Bearer-token check (`--auth-token-file`); absent = no authentication. */
   auth?: BearerAuth;
 }
@@ -45,7 +50,7 @@ export interface SelectionApiOptions {
 /** What authentication needs of the host: whether an `Authorization` header value is a valid `Bearer` token. */
 export interface BearerAuth { verify(authorization: string | undefined): boolean }
 
-/** Paths answered without authentication (probes and metrics scrapers carry no token). */
+/** Paths (under the plugin's prefix) answered without authentication: probes and metrics scrapers carry no token. */
 export const UNAUTHENTICATED_PATHS: ReadonlySet<string> = new Set(['/health', '/ready', '/metrics']);
 
 /**
@@ -80,9 +85,10 @@ function clientError(err: NodeJS.ErrnoException, socket: Socket): void {
 }
 
 /**
- * A Fastify instance with the transport rules of api §1 (8 MiB bodies, long path ids) and the
- * transport timeouts. The Node server is made here: Node 20 enforces `requestTimeout` only when
- * it is given to the constructor (Fastify sets it afterwards, where it has no effect).
+ * A Fastify instance for the service: 8 MiB bodies, long path ids, the transport timeouts, the
+ * `{"error": ...}` error handler and `404 {"error":"route not found"}` for the whole server. The
+ * Node server is made here: Node 20 enforces `requestTimeout` only when it is given to the
+ * constructor (Fastify sets it afterwards, where it has no effect).
  */
 export function createServer(opts: ServerOptions = {}): FastifyInstance {
   const requestTimeout = opts.requestTimeoutMs ?? LIMITS.requestTimeoutMs;
@@ -97,7 +103,7 @@ export function createServer(opts: ServerOptions = {}): FastifyInstance {
     server.setTimeout(connectionTimeout);
     return server;
   };
-  return Fastify({
+  const app = Fastify({
     serverFactory,
     clientErrorHandler: clientError,
     logger: opts.logger ?? false,
@@ -113,39 +119,49 @@ export function createServer(opts: ServerOptions = {}): FastifyInstance {
     // handler; route them to the same mapping.
     frameworkErrors: sendError,
   });
+  installErrorHandler(app);
+  installNotFound(app);
+  return app;
 }
 
 /** Every route, including `/openapi.json`. */
 export const ALL_ROUTES: readonly RouteDef[] = [...ROUTES, openApiRoute(ROUTES, VERSION)];
 
-/** Mounts the selection API on the instance it is registered on (not encapsulated). */
+/**
+ * Mounts the selection API in its own encapsulated scope (under `prefix` when given). Without a
+ * prefix the API owns the paths of its routes (every method: the others answer 405); the host's
+ * routes, parsers, serializer, error handler and 404 handler are untouched either way. With
+ * `auth`, every route of the API but the probes (and a `/metrics` route, were it ours) needs a
+ * valid bearer token, checked before anything else (a 401 before a 405).
+ */
 export const selectionApi: FastifyPluginAsync<SelectionApiOptions> = async (app, { service, auth }) => {
+  const prefix = app.prefix;
   useJsonBodies(app);
   installErrorHandler(app);
   if (auth) {
-    // every route but the probes and /metrics, unknown paths included (a 401 before any 404)
+    const open = new Set([...UNAUTHENTICATED_PATHS].map((p) => prefix + p));
     app.addHook('onRequest', (req, reply, done) => {
       const q = req.url.indexOf('?');
-      if (UNAUTHENTICATED_PATHS.has(q < 0 ? req.url : req.url.slice(0, q)) || auth.verify(req.headers.authorization)) { done(); return; }
+      if (open.has(q < 0 ? req.url : req.url.slice(0, q)) || auth.verify(req.headers.authorization)) { done(); return; }
       reply.header('www-authenticate', 'Bearer');
       done(new SelectionError('SEL_UNAUTHORIZED', 'missing or invalid bearer token (send Authorization: Bearer <token>)'));
     });
   }
-  installNotFound(app, ALL_ROUTES);
+  // Our 404 body for unknown paths under our prefix; at the root the 404 handler is the host's.
+  if (prefix !== '') installNotFound(app);
   app.setReplySerializer((payload) => stringifyJson(payload));
   const mount = (scope: FastifyInstance, def: RouteDef): void => {
-    scope.route({ method: def.method, url: def.url, handler: (req, reply) => run(def, service, req, reply) });
+    scope.route({ method: def.method, url: def.url, handler: (req, reply) => run(def, service, req, reply, prefix) });
   };
   for (const def of ALL_ROUTES) if (def.body !== 'ignored') mount(app, def);
   await app.register(async (scope) => {
     ignoreBodies(scope);
     for (const def of ALL_ROUTES) if (def.body === 'ignored') mount(scope, def);
+    for (const r of methodNotAllowedRoutes(ALL_ROUTES, scope.supportedMethods)) scope.route(r);
   });
 };
-// What fastify-plugin does: apply the parsers and handlers to the parent instead of a child scope.
-(selectionApi as unknown as Record<symbol, boolean>)[Symbol.for('skip-override')] = true;
 
-/** A server with the selection API mounted (not listening). */
+/** A server with the selection API mounted at the root (not listening). */
 export async function buildApp(service: ServiceApi, opts: ServerOptions = {}): Promise<FastifyInstance> {
   const app = createServer(opts);
   await app.register(selectionApi, { service });

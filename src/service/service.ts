@@ -49,6 +49,8 @@ export interface ServiceOptions {
   trackingKey?: Uint8Array;
   /** A KV-event feed; by default the ZMQ ingress when `use_kv_events` is on. */
   feed?: IndexFeed | null;
+  /** Limits of the default KV-event ingress. */
+  kvEvents: KvEventLimits;
   /** Capacity limits (`--max-*`). */
   limits: Partial<CoreLimits>;
   /** `--allowed-endpoints` entries: where workers and replica peers may make the service connect; [] = anywhere. */
@@ -57,11 +59,14 @@ export interface ServiceOptions {
   peerToken: (() => string) | null;
 }
 
+/** Limits of the KV-event ingress: message size, and ranks (one connection each; null: no cap). */
+export interface KvEventLimits { maxMessageBytes?: number; maxRanks?: number | null }
+
 /** Builds a {@link SelectionService}. */
 export class SelectionServiceBuilder {
   private readonly o: ServiceOptions = {
     indexerPeers: [], replicaSyncPort: null, replicaSyncPeers: [], selectionCache: {}, sessionAffinity: null,
-    policies: null, logger: silentLogger, limits: {}, allowedEndpoints: [], peerToken: null,
+    policies: null, logger: silentLogger, kvEvents: {}, limits: {}, allowedEndpoints: [], peerToken: null,
   };
 
   constructor(private readonly config: RouterConfig) {}
@@ -82,6 +87,8 @@ export class SelectionServiceBuilder {
   trackingKey(k: Uint8Array): this { this.o.trackingKey = k; return this; }
   /** Replace the KV-event feed (null: none, the index is fed by the host). */
   feed(f: IndexFeed | null): this { this.o.feed = f; return this; }
+  /** Limits of the default KV-event ingress (by default no rank cap: the CLI derives one from `ulimit -n`). */
+  kvEvents(l: KvEventLimits): this { this.o.kvEvents = { ...l }; return this; }
   /** Capacity limits: prompt blocks, live bookings, partitions (README "Limits"). */
   limits(l: Partial<CoreLimits>): this { this.o.limits = { ...l }; return this; }
   /**
@@ -112,7 +119,7 @@ export class SelectionServiceBuilder {
     const policyConfig = await readPolicyConfig(cfg);
     const hooks: CoreHooks = {};
     // The ZMQ ingress is the default feed when use_kv_events is on (a given feed replaces it).
-    const ingress: IngressHandle | null = o.feed === undefined && cfg.useKvEvents ? new ZmqKvIngress({ logger: o.logger }) : null;
+    const ingress: IngressHandle | null = o.feed === undefined && cfg.useKvEvents ? new ZmqKvIngress({ logger: o.logger, ...o.kvEvents }) : null;
     const feed = o.feed === undefined ? ingress : o.feed;
     const coreOptions: CoreOptions = {
       clock: o.clock, rng: o.rng, selectionCache: o.selectionCache, trackingKey, policies: o.policies ?? undefined,

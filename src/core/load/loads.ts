@@ -8,6 +8,7 @@
  * this path creates a BigInt per block.
  */
 import { U64Counts } from './u64-counts.js';
+import { PrefillRates } from './prefill-rate.js';
 import { rankKeyOf as rankKey, type WorkerRank } from '../index/slots.js';
 import type { Clock, Rng } from '../random.js';
 
@@ -61,6 +62,8 @@ export class ActiveLoads {
   private readonly o: LoadsOptions;
   private readonly byRank = new Map<string, RankState>();
   private readonly byId = new Map<string, Booking>();
+  /** Prefill throughput per rank, learned from bookings and their prefill completions. */
+  readonly prefillRates = new PrefillRates();
 
   constructor(o: LoadsOptions) { this.o = o; }
 
@@ -80,6 +83,7 @@ export class ActiveLoads {
     const ids = [...st.requests.keys()];
     for (const id of ids) this.byId.delete(id);
     this.byRank.delete(k);
+    this.prefillRates.removeRank(k);
     return ids;
   }
 
@@ -129,6 +133,7 @@ export class ActiveLoads {
     if (!b.prefillDone) {
       b.rank.prefillTokens -= b.prefillTokens;
       b.prefillDone = true;
+      this.prefillRates.observe(rankKey(b.rank.workerId, b.rank.dpRank), b.prefillTokens, b.admittedAt, this.o.clock.now());
     }
     return true;
   }

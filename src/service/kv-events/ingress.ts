@@ -26,11 +26,18 @@ import { newCounters, type IngestCounters, type WorkerIngestStats } from './stat
 
 export interface IngressOptions {
   logger?: Logger;
+  /** Messages above this size are dropped and counted (default {@link DEFAULT_MAX_MESSAGE_BYTES}). */
+  maxMessageBytes?: number;
+  /** Ranks this process can follow (one connection each); null or absent: no cap. */
+  maxRanks?: number | null;
   /** A replay that gets no reply for this long is abandoned (default 5 s, as Dynamo's bootstrap). */
   replayIdleTimeoutMs?: number;
   /** Busy time the event path may take before yielding to selections (default 1 ms). */
   yieldBudgetMs?: number;
 }
+
+/** The default maximum size of one KV-event message (vLLM batches are kilobytes). */
+export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 interface RankFeed { listener: KvListener; applier: BatchApplier }
 interface WorkerFeed { partition: FeedPartition; counters: IngestCounters; ranks: Map<number, RankFeed> }
@@ -41,6 +48,10 @@ export class ZmqKvIngress implements IndexFeed {
   private readonly pacer: Pacer;
   private readonly logger: Logger;
   private readonly replayIdleTimeoutMs: number;
+  private readonly maxMessageBytes: number;
+  private readonly maxRanks: number | null;
+  /** Ranks with a listener, across workers. */
+  private rankCount = 0;
   private markReady!: () => void;
   private readonly ready = new Promise<void>((resolve) => { this.markReady = resolve; });
   private readonly closing = new Set<Promise<void>>();
@@ -48,6 +59,8 @@ export class ZmqKvIngress implements IndexFeed {
   constructor(o: IngressOptions = {}) {
     this.logger = o.logger ?? silentLogger;
     this.replayIdleTimeoutMs = o.replayIdleTimeoutMs ?? 5000;
+    this.maxMessageBytes = o.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    this.maxRanks = o.maxRanks ?? null;
     this.pacer = new Pacer(o.yieldBudgetMs ?? 1);
   }
 
@@ -65,6 +78,17 @@ export class ZmqKvIngress implements IndexFeed {
       if (reason !== null) throw new Error(`invalid replay endpoint for worker ${workerId}: ${reason}`);
     }
     let prev = this.workers.get(workerId);
+    if (this.maxRanks !== null) {
+      const fresh = wanted.filter(([rank, endpoint]) => {
+        const old = prev?.ranks.get(rank)?.listener;
+        return !old || old.endpoint !== endpoint || old.replayEndpoint !== replayEndpoint;
+      }).length;
+      const after = this.rankCount - (prev?.ranks.size ?? 0) + wanted.length;
+      if (fresh > 0 && after > this.maxRanks) {
+        throw new Error(`KV-event rank limit reached: this process follows at most ${this.maxRanks} ranks (one connection each, `
+          + `under its open-file limit; raise \`ulimit -n\` or spread workers over more replicas)`);
+      }
+    }
     if (prev && prev.partition.index !== partition.index) { this.detach(workerId); prev = undefined; }
     const counters = prev?.counters ?? newCounters();
     const next = new Map<number, RankFeed>(), opened: RankFeed[] = [];
@@ -86,6 +110,7 @@ export class ZmqKvIngress implements IndexFeed {
       for (const [rank, f] of next) if (prev.ranks.get(rank) === f) kept.add(rank);
       for (const [rank, f] of prev.ranks) if (!kept.has(rank)) this.retire(partition, workerId, rank, f, kept);
     }
+    this.rankCount += next.size - (prev?.ranks.size ?? 0);
     this.workers.set(workerId, { partition, counters, ranks: next });
     for (const f of opened) f.listener.start();
     if (opened.length > 0) {
@@ -97,6 +122,7 @@ export class ZmqKvIngress implements IndexFeed {
     const w = this.workers.get(workerId);
     if (!w) return;
     this.workers.delete(workerId);
+    this.rankCount -= w.ranks.size;
     for (const f of w.ranks.values()) this.track(f.listener.close());
     this.logger.info({ workerId: String(workerId) }, 'KV event listeners stopped');
   }
@@ -112,6 +138,7 @@ export class ZmqKvIngress implements IndexFeed {
       workerId: id,
       ranks: [...w.ranks.values()].map(({ listener: l }) => ({
         dpRank: l.dpRank, endpoint: l.endpoint, replayEndpoint: l.replayEndpoint, watermark: l.watermark,
+        transport: l.transport, transportError: l.transportError,
       })),
       counters: structuredClone(w.counters),
     });
@@ -126,6 +153,7 @@ export class ZmqKvIngress implements IndexFeed {
   async close(): Promise<void> {
     for (const w of this.workers.values()) for (const f of w.ranks.values()) this.track(f.listener.close());
     this.workers.clear();
+    this.rankCount = 0;
     await Promise.all([...this.closing]);
   }
 
@@ -134,7 +162,7 @@ export class ZmqKvIngress implements IndexFeed {
     const applier = new BatchApplier({ index: partition.index, blockSize: partition.blockSize, workerId }, counters);
     const listener = new KvListener({
       workerId, dpRank, endpoint, replayEndpoint, counters, applier, decoder: this.decoder, pacer: this.pacer,
-      ready: this.ready, replayIdleTimeoutMs: this.replayIdleTimeoutMs, logger: this.logger,
+      ready: this.ready, replayIdleTimeoutMs: this.replayIdleTimeoutMs, maxMessageBytes: this.maxMessageBytes, logger: this.logger,
     });
     return { listener, applier };
   }

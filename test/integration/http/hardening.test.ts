@@ -92,7 +92,7 @@ test('defect 10: a JSON body that is not valid UTF-8 is a 400 {"error"}', async 
   assert.equal(good.body.model_name, 'é');
 });
 
-test('auth: every route but /health, /ready and /metrics needs a valid bearer token (401 {"error"} otherwise)', async (t) => {
+test('auth: every route of the API but /health and /ready needs a valid bearer token (401 {"error"} otherwise)', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'auth-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'tokens');
@@ -104,7 +104,7 @@ test('auth: every route but /health, /ready and /metrics needs a valid bearer to
     method, body, headers: { ...(authorization ? { authorization } : {}), ...(body ? { 'content-type': 'application/json' } : {}) },
   });
   for (const h of [undefined, 'Bearer', 'Bearer wrong', 'Basic old-token-123', 'Bearer old-token-1234', 'Bearer old-token-123 x']) {
-    for (const [m, p] of [['GET', '/workers'], ['POST', '/select'], ['GET', '/dump'], ['GET', '/no/such/route'], ['GET', '/openapi.json']]) {
+    for (const [m, p] of [['GET', '/workers'], ['POST', '/select'], ['GET', '/dump'], ['PUT', '/workers'], ['GET', '/openapi.json']]) {
       const r = await call(m, p, h, m === 'POST' ? '{}' : undefined);
       assert.equal(r.status, 401, `${m} ${p} with ${h}`);
       assert.equal(r.headers.get('www-authenticate'), 'Bearer');
@@ -112,7 +112,8 @@ test('auth: every route but /health, /ready and /metrics needs a valid bearer to
     }
   }
   for (const p of ['/health', '/ready']) assert.notEqual((await call('GET', p)).status, 401, p);
-  assert.equal((await call('GET', '/metrics')).status, 404, '/metrics is exempt (another part serves it)');
+  assert.equal((await call('GET', '/metrics')).status, 404, '/metrics is not ours to guard (the host serves it)');
+  assert.equal((await call('GET', '/no/such/route')).status, 404, 'paths outside the API are the host\'s');
   assert.equal((await call('GET', '/workers', 'Bearer old-token-123')).status, 200);
   assert.equal((await call('GET', '/workers', 'bearer   new-token-456')).status, 200);
   // rotation: the file is read again when it changes

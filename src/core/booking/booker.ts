@@ -80,7 +80,7 @@ export class Booker {
     });
   }
 
-  /** kv_hint of a booking (api §9): only with the event-driven primary (no side index) and hint-capable workers. */
+  /** kv_hint of a booking: only with the event-driven primary (no side index) and hint-capable workers. */
   kvHint(c: Choice, id: string): KvHint | undefined {
     if (!this.s.config.useKvEvents || this.s.config.routerPredictedTtlSecs !== null) return undefined;
     if (!c.prompt.locals || c.prompt.locals.length === 0 || !hintCapable(c.part.workers.values())) return undefined;

@@ -82,7 +82,7 @@ const mapToRecord = (m: ReadonlyMap<number, string>): Record<string, string> => 
 };
 
 /**
- * The wire record (api §3.1): optional fields as null, the omitted-when-empty ones omitted
+ * The wire record (docs/api.md, Workers): optional fields as null, the omitted-when-empty ones omitted
  * (`kv_events_endpoints` too, as Dynamo's newest `types.rs` does).
  */
 export function toRecord(e: WorkerEntry, lifecycle: Lifecycle = e.lifecycle): WorkerRecord {

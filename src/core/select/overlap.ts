@@ -1,12 +1,12 @@
 /**
  * A prompt's overlap per rank as selection, `/potential_loads` and `/overlap_scores` all see it:
  * the primary index's tiered match with the predicted side index merged in, and the
- * `/overlap_scores` rows built from it (api §2.15).
+ * `/overlap_scores` rows built from it (docs/api.md).
  *
  * The merge is Dynamo's (`merge_side_or_warn` in lib/kv-router/src/services/indexer/backend.rs,
  * used by `Indexer::find_tiered_matches` behind all three routes): a rank's device-tier match is
  * the larger of the primary's and the side index's; the host, disk and external continuations stay
- * the primary's (side entries never seed lower tiers); the cache credit (algorithms §4) is then
+ * the primary's (side entries never seed lower tiers); the cache credit (as `KvIndex` computes it) is then
  * computed from the merged tiers.
  */
 import type { CreditWeights, OverlapRow, RankOverlap } from '../index/kv-index.js';
@@ -49,7 +49,7 @@ export function mergePredicted(primary: readonly RankOverlap[], side: readonly R
 }
 
 /**
- * `/overlap_scores` rows (api §2.15) for `ranks` (every schedulable rank, zero rows included, in
+ * `/overlap_scores` rows for `ranks` (every schedulable rank, zero rows included, in
  * the partition's `(worker_id, dp_rank)` order) from the prompt's overlap by `worker:rank` key.
  */
 export function overlapScoreRows(byRank: ReadonlyMap<string, RankOverlap>, ranks: readonly RankRef[]): OverlapRow[] {

@@ -13,7 +13,7 @@ const rank = (workerId: bigint, dpRank: number): RankRef =>
   ({ entry: { req: { worker_id: workerId } } as unknown as WorkerEntry, dpRank, key: `${workerId}:${dpRank}` });
 const byKey = (rows: RankOverlap[]) => new Map(rows.map((r) => [r.key, r]));
 
-test('overlap rows credit device, host extension and weights (api §2.15: 1.75), every rank listed', () => {
+test('overlap rows credit device, host extension and weights (Dynamo test value: 1.75), every rank listed', () => {
   const ix = new KvIndex(16);
   ix.stored(1n, 0, Tier.Device, null, blocks([10, 11], [1, 2]));
   ix.stored(1n, 0, Tier.Host, 11n, blocks([12], [3]));

@@ -359,7 +359,7 @@ export abstract class WorkerCatalog {
     const routing = parseRoutingPolicy(cfg.routingPolicy ?? 'kv');
     const policy: WorkerSelectionPolicy | null = name && name !== 'default' && this.policies
       ? this.policies.create(name, { modelName, routingGroup, blockSize }, params)
-      : routing.kind === 'ttft' ? createTtftPolicy({ modelName, routingGroup, blockSize }, routing.params, (): PrefillRates => created.loads.prefillRates) : null;
+      : routing.kind === 'ttft' ? createTtftPolicy({ modelName, routingGroup, blockSize }, routing.params, { rates: (): PrefillRates => created.loads.prefillRates, heldBlocks: (w, r) => created.index.treeSize(w, r) }) : null;
     const created = new Partition(key, {
       modelName, routingGroup, blockSize, isEagle, clock: this.clock, rng: this.rng,
       expirySecs: cfg.activeRequestExpirySecs, policy,

@@ -11,7 +11,7 @@
  * the digits survive), request hash arrays are `int64` (negative values are bit-cast), response
  * `sequence_hashes` are `int64`.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { RouteDef } from './routes.js';
 import * as R from './response-schemas.js';
 import { POLICY_CLASS_HEADER } from './request-input.js';

@@ -6,7 +6,7 @@
  * openapi.ts writes those as exact integers. Objects are closed (zod's output schemas say
  * `additionalProperties: false`): a field the service starts sending must be documented here.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { TIER_NAMES } from '../core/index/index-types.js';
 import { WorkerRequestSchema } from '../core/wire/schemas.js';
 import type { RouterEvent } from '../core/index/kv-index.js';

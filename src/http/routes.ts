@@ -5,7 +5,7 @@
  * `/openapi.json` (openapi.ts), so they cannot disagree.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import {
   OutputBlockRequestSchema, PeerRequestSchema, PromptQuerySchema, ReservationRequestSchema, SelectAndReserveRequestSchema,
   SelectRequestSchema, WorkerRequestSchema, parseBody,

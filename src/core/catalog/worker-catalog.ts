@@ -13,7 +13,7 @@
  * SelectionCore extends it with selection and booking; the two hooks below are where a catalog
  * change reaches them (bookings of a dropped rank are released, the admission queue re-checked).
  */
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { ConfigError, LIMITS, queueingEnabled, type RouterConfig } from '../config/config.js';
 import {
   SelectionError, noEndpoints, noSchedulableWorkers, noSchedulableWorkersFor, partitionLabel, partitionLimit, shuttingDown,

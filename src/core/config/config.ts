@@ -13,7 +13,7 @@
  * Numbers, booleans and enum values are trimmed before parsing; enums stay case-sensitive.
  * Non-finite numbers (`inf`, `nan`) parse but fail validation.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { CONFIG_FIELDS, ENUM_VALUES, ENV_VARS, decodeEnv, type ConfigField } from './config-env.js';
 import { show as quote } from '../wire/show.js';
 import { parseRoutingPolicy } from '../select/routing-policy.js';

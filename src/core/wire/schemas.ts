@@ -11,7 +11,7 @@
  * data-parallel ranks and block size; a value over a limit is a 422 naming the field and the limit.
  * Isomorphic: no `node:` imports.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { LIMITS, RouterConfigOverrideSchema } from '../config/config.js';
 import { SelectionError } from '../errors.js';
 import { show } from './show.js';

@@ -97,7 +97,8 @@ function operation(def: RouteDef): Json {
       description: 'policy class / queue from router_policy_config (trimmed; empty ignored)' });
   }
   const ok = jsonSchema(def.response, 'output');
-  const responses: Json = { [def.status]: { description: 'success', content: jsonContent(ok) } };
+  const content = def.responseType ? { [def.responseType]: { schema: ok } } : jsonContent(ok);
+  const responses: Json = { [def.status]: { description: 'success', content } };
   const errors: Record<number, string> = { ...def.errors };
   if (def.body === 'json') {
     errors[400] ??= 'invalid JSON';

@@ -14,7 +14,7 @@ import type { ServiceApi } from '../core/wire/types.js';
 import { jsonObjectBody } from './content-type.js';
 import { filterQuery, pathU64, selectOptions } from './request-input.js';
 import {
-  DumpResponseSchema, ModelLoadResponseSchema, OverlapScoresResponseSchema, PeersResponseSchema, PotentialLoadSchema,
+  DumpResponseSchema, MetricsResponseSchema, ModelLoadResponseSchema, OverlapScoresResponseSchema, PeersResponseSchema, PotentialLoadSchema,
   ReadyResponseSchema, ReservationResponseSchema, SelectResponseSchema, StatusOkSchema, WorkerRecordSchema,
 } from './response-schemas.js';
 
@@ -47,6 +47,8 @@ export interface RouteDef {
   summary: string;
   request?: z.ZodType;
   response: z.ZodType;
+  /** The success body's media type when it is not JSON (the handler returns it as a string). */
+  responseType?: string;
   /** Other statuses this route documents, e.g. `{ 404: 'worker not found' }`. */
   errors: Record<number, string>;
   query?: boolean;
@@ -124,6 +126,13 @@ export const ROUTES: readonly RouteDef[] = [
     handle: (c) => { c.service.deregisterReplicaPeer(peerEndpoint(c.body)); return { status: 'ok' }; } },
   { method: 'GET', url: '/replica_sync/peers', body: 'none', status: 200, summary: 'Replica-sync peers, sorted',
     response: PeersResponseSchema, errors: {}, handle: (c) => c.service.listReplicaPeers() },
+  { method: 'GET', url: '/metrics', body: 'none', status: 200, summary: 'Prometheus metrics (text exposition format)',
+    response: MetricsResponseSchema, responseType: 'text/plain', errors: {},
+    handle: async (c) => {
+      const m = await c.service.metrics();
+      c.reply.type(m.contentType);
+      return m.text;
+    } },
 ];
 
 /** Runs a route: body rule, handler, status. Thrown errors go to the one error handler. */

@@ -30,6 +30,8 @@ export interface CliOptions {
   readonly sessionAffinity: { readonly ttlSecs: number; readonly mode: 'hard' | 'soft' } | null;
   readonly logLevel: LogLevel;
   readonly workersFile: string | null;
+  /** KV-feed health window, seconds (null: the service's default, 30). */
+  readonly kvFeedSilenceSecs: number | null;
 }
 
 /** Invalid command line; `problems` holds one line per problem, each naming its flag. */
@@ -60,6 +62,7 @@ export const FLAGS: readonly Flag[] = [
   { name: '--session-affinity-mode', value: 'MODE', default: 'hard', help: 'hard or soft (needs --session-affinity-ttl-secs)' },
   { name: '--log-level', value: 'LEVEL', default: 'info', help: LOG_LEVELS.join(', ') },
   { name: '--workers-file', value: 'PATH', default: 'none', help: 'JSON array of worker records to keep the catalog in sync with' },
+  { name: '--kv-feed-silence-secs', value: 'SECS', default: '30', help: 'KV-feed health window: warn about a rank not connected, disconnected or silent this long' },
   { name: '--help', default: '', help: 'print this help and exit (also -h)' },
   { name: '--version', default: '', help: 'print the version and exit (also -V)' },
 ];
@@ -142,6 +145,8 @@ export function parseCliArgs(argv: readonly string[]): CliOptions {
     maxEntries: num('--selection-cache-max-entries', true, 0) ?? undefined,
     maxBytes: num('--selection-cache-max-bytes', true, 0) ?? undefined,
   };
+  const silence = num('--kv-feed-silence-secs', false, 0);
+  if (silence === 0) problems.push('--kv-feed-silence-secs: must be greater than 0 (got "0")');
   const opts: CliOptions = {
     help: raw.has('--help'),
     version: raw.has('--version'),
@@ -159,6 +164,7 @@ export function parseCliArgs(argv: readonly string[]): CliOptions {
     sessionAffinity: ttl === null ? null : { ttlSecs: ttl, mode: mode === 'soft' ? 'soft' : 'hard' },
     logLevel: logLevel as LogLevel,
     workersFile: str('--workers-file'),
+    kvFeedSilenceSecs: silence,
   };
   if (problems.length > 0) throw new CliError(problems);
   return Object.freeze(opts);

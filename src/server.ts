@@ -27,6 +27,7 @@ export async function runServer(opts: CliOptions, config: RouterConfig, env: Rea
   const builder = new SelectionServiceBuilder(config).logger(log).selectionCache(opts.selectionCache).indexerPeers(opts.indexerPeers);
   if (opts.replicaSyncPort !== null) builder.replicaSync(opts.replicaSyncPort, opts.replicaSyncPeers);
   if (opts.sessionAffinity) builder.sessionAffinity(opts.sessionAffinity);
+  if (opts.kvFeedSilenceSecs !== null) builder.kvFeedSilence(opts.kvFeedSilenceSecs);
   const service = await builder.build();
   await app.register(selectionApi, { service });
   const discovery = opts.workersFile ? new WorkersFileDiscovery({ path: opts.workersFile, target: service, logger: log }) : null;

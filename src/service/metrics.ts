@@ -6,19 +6,21 @@
  * observers that are never removed: one set per process, not one per service).
  *
  * Where the numbers come from, so the hot paths pay nothing or next to nothing:
- * - selections: {@link ServiceMetrics.onSelection}, the core's `onSelection` hook (a counter,
- *   a histogram observation and, for bookings of the router's choice, the overlap ratio);
+ * - selections: {@link ServiceMetrics.onSelection}, the core's `onSelection` hook, adds to plain
+ *   counts and bucket arrays (a map lookup and a few additions, ~0.2 µs; prom-client's own
+ *   `inc`/`observe` hash the label set on each call, ~1-2 µs per selection) that prom-client
+ *   reads at scrape time;
  * - everything else is read at scrape time by `collect` callbacks: the KV-event counters the
  *   ingress already keeps per rank (plain numbers bumped per batch or per event), the feed
  *   states, the index's holdings per tier, wasm memory, bookings, queues, the pending-selection
  *   cache and the replica-sync counters. Series are rebuilt on each scrape, so a removed worker's
  *   series are gone from the next one.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import { KV_FEED_STATES } from '../core/index/feed.js';
 import type { Tier } from '../core/index/index-types.js';
 import type { Partition } from '../core/catalog/partition.js';
-import type { SelectionEvent } from '../core/options.js';
+import type { SelectionEvent, SelectionOutcome, SelectionRoute } from '../core/options.js';
 import type { MetricsExposition } from '../core/wire/types.js';
 import type { Wasm } from '../core/index/wasm.js';
 import { feedUp } from './kv-events/feed-health.js';
@@ -46,6 +48,54 @@ export const RATIO_BUCKETS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.
 
 /** `tier` label values, by Tier (device, host_pinned in /dump, disk, external). */
 const TIERS = ['device', 'host', 'disk', 'external'] as const;
+const ROUTES: readonly SelectionRoute[] = ['select', 'select_and_reserve', 'reservations'];
+const OUTCOMES: readonly SelectionOutcome[] = ['ok', 'rejected', 'error'];
+
+/** Observations of one histogram series: per-bucket counts (the last one above every bound), sum, count. */
+class Buckets {
+  readonly counts: Float64Array;
+  sum = 0;
+  count = 0;
+  constructor(private readonly bounds: readonly number[]) { this.counts = new Float64Array(bounds.length + 1); }
+  observe(v: number): void {
+    let i = 0;
+    while (i < this.bounds.length && v > this.bounds[i]) i++;
+    this.counts[i]++;
+    this.sum += v;
+    this.count++;
+  }
+}
+
+interface PartitionSelections { labels: Record<string, string>; counts: Float64Array; overlap: Buckets }
+
+/**
+ * A histogram family for prom-client's registry whose series are {@link Buckets} filled on the
+ * hot path without prom-client (its `observe` hashes the label set on every call): the registry
+ * reads them through `get()` at scrape time, in the same shape its own histograms produce.
+ */
+class BucketsFamily {
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  constructor(readonly name: string, readonly help: string, private readonly bounds: readonly number[],
+    private readonly series: () => Iterable<readonly [Record<string, string>, Buckets]>) {}
+
+  get(): { name: string; help: string; type: string; aggregator: string; values: { labels: Record<string, string | number>; value: number; metricName: string }[] } {
+    const values = [];
+    for (const [labels, b] of this.series()) {
+      let cumulative = 0;
+      for (let i = 0; i <= this.bounds.length; i++) {
+        cumulative += b.counts[i];
+        values.push({ labels: { le: i < this.bounds.length ? this.bounds[i] : '+Inf', ...labels }, value: cumulative, metricName: `${this.name}_bucket` });
+      }
+      values.push({ labels, value: b.sum, metricName: `${this.name}_sum` }, { labels, value: b.count, metricName: `${this.name}_count` });
+    }
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+  }
+
+  /** prom-client's `resetMetrics()`; the counts belong to the service. */
+  reset(): void {}
+}
+
 const RANK_LABELS = ['model_name', 'routing_group', 'worker_id', 'dp_rank'] as const;
 const PART_LABELS = ['model_name', 'routing_group'] as const;
 
@@ -67,9 +117,10 @@ const partLabels = (p: Partition) => ({ model_name: p.modelName, routing_group: 
 export class ServiceMetrics {
   /** This service's own registry (its families only; {@link ServiceMetrics.scrape} adds the process metrics). */
   readonly registry = new Registry();
-  private readonly selections: Counter<'model_name' | 'routing_group' | 'route' | 'outcome'>;
-  private readonly duration: Histogram<'route'>;
-  private readonly overlap: Histogram<'model_name' | 'routing_group'>;
+  /** Selection counts and overlap ratios per partition, by `model\0group`. */
+  private readonly sel = new Map<string, PartitionSelections>();
+  /** Selection durations per route (ROUTES order). */
+  private readonly duration = ROUTES.map(() => new Buckets(DURATION_BUCKETS));
 
   constructor(src: MetricsSource, private readonly includeProcess = true) {
     const registers = [this.registry];
@@ -141,20 +192,30 @@ export class ServiceMetrics {
         this.set(bytes);
       },
     });
-    this.selections = new Counter({
+    const sel = this.sel;
+    new Counter({
       name: 'select_service_selections_total',
       help: 'Selections and bookings by route and outcome (rejected: 429/503 capacity or readiness; error: any other failure)',
       labelNames: [...PART_LABELS, 'route', 'outcome'], registers,
+      collect() {
+        this.reset();
+        for (const p of sel.values()) {
+          for (let r = 0; r < ROUTES.length; r++) {
+            for (let o = 0; o < OUTCOMES.length; o++) {
+              const n = p.counts[r * OUTCOMES.length + o];
+              if (n > 0) this.inc({ ...p.labels, route: ROUTES[r], outcome: OUTCOMES[o] }, n);
+            }
+          }
+        }
+      },
     });
-    this.duration = new Histogram({
-      name: 'select_service_selection_duration_seconds', help: 'Time inside the service for a selection or booking, queue wait included',
-      labelNames: ['route'], buckets: DURATION_BUCKETS, registers,
-    });
-    this.overlap = new Histogram({
-      name: 'select_service_selection_overlap_ratio',
-      help: 'Device-tier match of the chosen rank over the prompt length (overlap.gpu / isl_tokens) per booking of the router\'s choice',
-      labelNames: PART_LABELS, buckets: RATIO_BUCKETS, registers,
-    });
+    const register = (f: BucketsFamily): void => this.registry.registerMetric(f as unknown as Metric);
+    register(new BucketsFamily('select_service_selection_duration_seconds',
+      'Time inside the service for a selection or booking, queue wait included', DURATION_BUCKETS,
+      () => ROUTES.flatMap((route, r) => (this.duration[r].count > 0 ? [[{ route }, this.duration[r]] as const] : []))));
+    register(new BucketsFamily('select_service_selection_overlap_ratio',
+      'Device-tier match of the chosen rank over the prompt length (overlap.gpu / isl_tokens) per booking of the router\'s choice',
+      RATIO_BUCKETS, () => [...sel.values()].filter((p) => p.overlap.count > 0).map((p) => [p.labels, p.overlap] as const)));
     new Gauge({
       name: 'select_service_active_reservations', help: 'Live bookings', labelNames: PART_LABELS, registers,
       collect() { this.reset(); parts((p) => this.set(partLabels(p), p.loads.size)); },
@@ -183,14 +244,20 @@ export class ServiceMetrics {
     });
   }
 
-  /** The core's `onSelection` hook. */
+  /** The core's `onSelection` hook: a few additions to plain numbers (prom-client reads them at scrape time). */
   readonly onSelection = (ev: SelectionEvent): void => {
-    this.selections.inc({ model_name: ev.modelName, routing_group: ev.routingGroup, route: ev.route, outcome: ev.outcome });
-    this.duration.observe({ route: ev.route }, ev.seconds);
-    const b = ev.booked;
-    if (b !== undefined && b.islTokens > 0) {
-      this.overlap.observe({ model_name: ev.modelName, routing_group: ev.routingGroup }, Math.min(b.deviceOverlapTokens / b.islTokens, 1));
+    const key = `${ev.modelName}\u0000${ev.routingGroup}`;
+    let p = this.sel.get(key);
+    if (p === undefined) {
+      p = { labels: { model_name: ev.modelName, routing_group: ev.routingGroup }, counts: new Float64Array(ROUTES.length * OUTCOMES.length),
+        overlap: new Buckets(RATIO_BUCKETS) };
+      this.sel.set(key, p);
     }
+    const r = ROUTES.indexOf(ev.route);
+    p.counts[r * OUTCOMES.length + OUTCOMES.indexOf(ev.outcome)]++;
+    this.duration[r].observe(ev.seconds);
+    const b = ev.booked;
+    if (b !== undefined && b.islTokens > 0) p.overlap.observe(Math.min(b.deviceOverlapTokens / b.islTokens, 1));
   };
 
   /** The text exposition: this service's families, then the process metrics. */

@@ -5,6 +5,7 @@
  * config schema (`--router-tracking-hash`) and the service builder (ports, affinity TTL) are
  * checked there, with messages that name the same flags.
  */
+import { DEFAULT_MAX_MESSAGE_BYTES } from './service/kv-events/ingress.js';
 import type { RouterConfig } from './core/config/config.js';
 import { validateZmqEndpoint } from './service/zmq-endpoint.js';
 
@@ -32,6 +33,8 @@ export interface CliOptions {
   readonly workersFile: string | null;
   /** KV-feed health window, seconds (null: the service's default, 30). */
   readonly kvFeedSilenceSecs: number | null;
+  /** KV-event messages above this size are dropped and counted. */
+  readonly kvEventsMaxMessageBytes: number;
 }
 
 /** Invalid command line; `problems` holds one line per problem, each naming its flag. */
@@ -63,6 +66,7 @@ export const FLAGS: readonly Flag[] = [
   { name: '--log-level', value: 'LEVEL', default: 'info', help: LOG_LEVELS.join(', ') },
   { name: '--workers-file', value: 'PATH', default: 'none', help: 'JSON array of worker records to keep the catalog in sync with' },
   { name: '--kv-feed-silence-secs', value: 'SECS', default: '30', help: 'KV-feed health window: warn about a rank not connected, disconnected or silent this long' },
+  { name: '--kv-events-max-message-bytes', value: 'N', default: '67108864', help: 'KV-event messages above this size are dropped (and counted)' },
   { name: '--help', default: '', help: 'print this help and exit (also -h)' },
   { name: '--version', default: '', help: 'print the version and exit (also -V)' },
 ];
@@ -165,6 +169,7 @@ export function parseCliArgs(argv: readonly string[]): CliOptions {
     logLevel: logLevel as LogLevel,
     workersFile: str('--workers-file'),
     kvFeedSilenceSecs: silence,
+    kvEventsMaxMessageBytes: num('--kv-events-max-message-bytes', true, 1) ?? DEFAULT_MAX_MESSAGE_BYTES,
   };
   if (problems.length > 0) throw new CliError(problems);
   return Object.freeze(opts);

@@ -10,6 +10,7 @@ import { envDeprecations } from './core/config/config-env.js';
 import { createServer, selectionApi } from './http/app.js';
 import { WorkersFileDiscovery } from './service/discovery.js';
 import { SelectionServiceBuilder } from './service/service.js';
+import { openFileLimit, rankCapacity } from './service/fd-limit.js';
 import type { CliOptions } from './cli-args.js';
 
 /** Time allowed for a graceful stop before the process exits anyway (under the 5 s rule). */
@@ -24,11 +25,18 @@ export async function runServer(opts: CliOptions, config: RouterConfig, env: Rea
   const log = app.log;
   for (const note of envDeprecations(env)) log.warn(note);
   if (opts.threads !== null) log.info({ threads: opts.threads }, '--threads has no effect: the index is one WebAssembly instance');
-  const builder = new SelectionServiceBuilder(config).logger(log).selectionCache(opts.selectionCache).indexerPeers(opts.indexerPeers);
+  const fds = openFileLimit();
+  const maxRanks = rankCapacity(fds);
+  const builder = new SelectionServiceBuilder(config).logger(log).selectionCache(opts.selectionCache).indexerPeers(opts.indexerPeers)
+    .kvEvents({ maxMessageBytes: opts.kvEventsMaxMessageBytes, maxRanks });
   if (opts.replicaSyncPort !== null) builder.replicaSync(opts.replicaSyncPort, opts.replicaSyncPeers);
   if (opts.sessionAffinity) builder.sessionAffinity(opts.sessionAffinity);
   if (opts.kvFeedSilenceSecs !== null) builder.kvFeedSilence(opts.kvFeedSilenceSecs);
   const service = await builder.build();
+  if (config.useKvEvents) {
+    log.info({ openFilesSoft: fds?.soft ?? null, openFilesHard: fds?.hard ?? null, maxKvEventRanks: maxRanks },
+      'KV events: one connection per worker rank; the open-file limit bounds the ranks this process can follow');
+  }
   await app.register(selectionApi, { service });
   const discovery = opts.workersFile ? new WorkersFileDiscovery({ path: opts.workersFile, target: service, logger: log }) : null;
   await discovery?.start();

@@ -10,12 +10,16 @@
  * unless a newer snapshot arrives first; a transient failure part-way through (the service
  * shutting down, say) leaves the upserts already done and the retry re-applies the whole file.
  *
- * Change detection: `fs.watch` on the file's directory (catches editors' rename-over writes)
- * plus a stat poll, because watch events are not delivered on every file system.
+ * Change detection: `fs.watch` on the file's directory, where any event triggers a check (a
+ * `stat` through symlinks, then a read only if it changed), plus a stat poll, because watch events
+ * are not delivered on every file system. Any event, not only those naming the file: editors
+ * rename over it, and a Kubernetes ConfigMap volume never touches it at all (`workers.json` is a
+ * symlink to `..data/workers.json`; kubelet updates by renaming a new `..data` symlink over the
+ * old one).
  */
 import { watch, type FSWatcher } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
-import { basename, dirname } from 'node:path';
+import { dirname } from 'node:path';
 import { LIMITS } from '../core/config/config.js';
 import { SelectionError } from '../core/errors.js';
 import { WorkerRequestSchema, describeIssues } from '../core/wire/schemas.js';
@@ -96,9 +100,7 @@ export class WorkersFileDiscovery {
     this.trigger(false);
     await this.idle;
     try {
-      this.watcher = watch(dirname(this.path), (_event, name) => {
-        if (name === null || name === basename(this.path)) this.trigger(false);
-      });
+      this.watcher = watch(dirname(this.path), () => this.trigger(false));
       this.watcher.on('error', (err) => this.o.logger.debug({ err: err.message }, 'workers file watch failed; polling only'));
     } catch (err) {
       this.o.logger.debug({ err: (err as Error).message }, 'cannot watch the workers file directory; polling only');

@@ -55,13 +55,18 @@ export interface ServiceOptions {
   feed?: IndexFeed | null;
   /** The KV-feed health window, seconds (`--kv-feed-silence-secs`). */
   kvFeedSilenceSecs: number;
+  /** Limits of the default KV-event ingress. */
+  kvEvents: KvEventLimits;
 }
+
+/** Limits of the KV-event ingress: message size, and ranks (one connection each; null: no cap). */
+export interface KvEventLimits { maxMessageBytes?: number; maxRanks?: number | null }
 
 /** Builds a {@link SelectionService}. */
 export class SelectionServiceBuilder {
   private readonly o: ServiceOptions = {
     indexerPeers: [], replicaSyncPort: null, replicaSyncPeers: [], selectionCache: {}, sessionAffinity: null,
-    policies: null, logger: silentLogger, kvFeedSilenceSecs: DEFAULT_KV_FEED_SILENCE_SECS,
+    policies: null, logger: silentLogger, kvEvents: {}, kvFeedSilenceSecs: DEFAULT_KV_FEED_SILENCE_SECS,
   };
 
   constructor(private readonly config: RouterConfig) {}
@@ -87,6 +92,8 @@ export class SelectionServiceBuilder {
    * about, and so is one whose completed prefills are followed by no batch this long (default 30 s).
    */
   kvFeedSilence(secs: number): this { this.o.kvFeedSilenceSecs = secs; return this; }
+  /** Limits of the default KV-event ingress (by default no rank cap: the CLI derives one from `ulimit -n`). */
+  kvEvents(l: KvEventLimits): this { this.o.kvEvents = { ...l }; return this; }
 
   /** Validates, sets up the core and its attachments, recovers from peers, and returns the service. */
   async build(): Promise<SelectionService> {
@@ -106,7 +113,7 @@ export class SelectionServiceBuilder {
     const hooks: CoreHooks = {};
     // The ZMQ ingress is the default feed when use_kv_events is on (a given feed replaces it).
     const ingress: IngressHandle | null = o.feed === undefined && cfg.useKvEvents
-      ? new ZmqKvIngress({ logger: o.logger, clock: o.clock, silenceSecs: o.kvFeedSilenceSecs }) : null;
+      ? new ZmqKvIngress({ logger: o.logger, ...o.kvEvents, clock: o.clock, silenceSecs: o.kvFeedSilenceSecs }) : null;
     const feed = o.feed === undefined ? ingress : o.feed;
     const coreOptions: CoreOptions = {
       clock: o.clock, rng: o.rng, selectionCache: o.selectionCache, trackingKey, policies: o.policies ?? undefined,

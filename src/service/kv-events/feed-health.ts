@@ -13,9 +13,7 @@
  * line if it was warned about) and one warning for the first shape mismatch.
  */
 import type { KvFeedState } from '../../core/index/feed.js';
-
-/** What the subscriber reports about its connection. */
-export type TransportState = 'connecting' | 'connected' | 'disconnected' | 'error';
+import type { TransportState } from './zmtp-subscriber.js';
 
 /** A log line the ingress writes for a rank (it adds worker, rank and endpoint). */
 export interface HealthNotice {

@@ -21,8 +21,9 @@ import { validateZmqEndpoint } from '../zmq-endpoint.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { KvBatchDecoder } from './decode.js';
 import { BatchApplier } from './apply.js';
-import { DEFAULT_KV_FEED_SILENCE_SECS, FeedHealth, type TransportState } from './feed-health.js';
+import { DEFAULT_KV_FEED_SILENCE_SECS, FeedHealth } from './feed-health.js';
 import { KvListener } from './listener.js';
+import type { TransportState } from './zmtp-subscriber.js';
 import { Pacer } from './pacer.js';
 import {
   addCounters, droppedBatches, newCounters, shapeMismatches, type IngestCounters, type WorkerIngestStats,
@@ -30,6 +31,10 @@ import {
 
 export interface IngressOptions {
   logger?: Logger;
+  /** Messages above this size are dropped and counted (default {@link DEFAULT_MAX_MESSAGE_BYTES}). */
+  maxMessageBytes?: number;
+  /** Ranks this process can follow (one connection each); null or absent: no cap. */
+  maxRanks?: number | null;
   /** A replay that gets no reply for this long is abandoned (default 5 s, as Dynamo's bootstrap). */
   replayIdleTimeoutMs?: number;
   /** Busy time the event path may take before yielding to selections (default 1 ms). */
@@ -39,6 +44,9 @@ export interface IngressOptions {
   /** The core's clock (booking times reach {@link ZmqKvIngress.expectBlocks} on it). */
   clock?: Clock;
 }
+
+/** The default maximum size of one KV-event message (vLLM batches are kilobytes). */
+export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 interface RankFeed { listener: KvListener; applier: BatchApplier; counters: IngestCounters; health: FeedHealth }
 interface WorkerFeed {
@@ -67,6 +75,10 @@ export class ZmqKvIngress implements IndexFeed {
   private readonly pacer: Pacer;
   private readonly logger: Logger;
   private readonly replayIdleTimeoutMs: number;
+  private readonly maxMessageBytes: number;
+  private readonly maxRanks: number | null;
+  /** Ranks with a listener, across workers. */
+  private rankCount = 0;
   private markReady!: () => void;
   private readonly ready = new Promise<void>((resolve) => { this.markReady = resolve; });
   private readonly closing = new Set<Promise<void>>();
@@ -77,6 +89,8 @@ export class ZmqKvIngress implements IndexFeed {
   constructor(o: IngressOptions = {}) {
     this.logger = o.logger ?? silentLogger;
     this.replayIdleTimeoutMs = o.replayIdleTimeoutMs ?? 5000;
+    this.maxMessageBytes = o.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    this.maxRanks = o.maxRanks ?? null;
     this.pacer = new Pacer(o.yieldBudgetMs ?? 1);
     this.clock = o.clock ?? systemClock;
     this.windowMs = (o.silenceSecs ?? DEFAULT_KV_FEED_SILENCE_SECS) * MS;
@@ -99,6 +113,17 @@ export class ZmqKvIngress implements IndexFeed {
       if (reason !== null) throw new Error(`invalid replay endpoint for worker ${workerId}: ${reason}`);
     }
     let prev = this.workers.get(workerId);
+    if (this.maxRanks !== null) {
+      const fresh = wanted.filter(([rank, endpoint]) => {
+        const old = prev?.ranks.get(rank)?.listener;
+        return !old || old.endpoint !== endpoint || old.replayEndpoint !== replayEndpoint;
+      }).length;
+      const after = this.rankCount - (prev?.ranks.size ?? 0) + wanted.length;
+      if (fresh > 0 && after > this.maxRanks) {
+        throw new Error(`KV-event rank limit reached: this process follows at most ${this.maxRanks} ranks (one connection each, `
+          + `under its open-file limit; raise \`ulimit -n\` or spread workers over more replicas)`);
+      }
+    }
     if (prev && prev.partition.index !== partition.index) { this.detach(workerId); prev = undefined; }
     const retired = prev?.retired ?? newCounters();
     const next = new Map<number, RankFeed>(), opened: RankFeed[] = [];
@@ -124,6 +149,7 @@ export class ZmqKvIngress implements IndexFeed {
         addCounters(retired, f.counters);
       }
     }
+    this.rankCount += next.size - (prev?.ranks.size ?? 0);
     this.workers.set(workerId, { partition, retired, ranks: next });
     for (const f of opened) f.listener.start();
     if (opened.length > 0) {
@@ -135,6 +161,7 @@ export class ZmqKvIngress implements IndexFeed {
     const w = this.workers.get(workerId);
     if (!w) return;
     this.workers.delete(workerId);
+    this.rankCount -= w.ranks.size;
     for (const f of w.ranks.values()) this.track(f.listener.close());
     this.logger.info({ workerId: String(workerId) }, 'KV event listeners stopped');
   }
@@ -154,7 +181,8 @@ export class ZmqKvIngress implements IndexFeed {
         workerId: id,
         ranks: [...w.ranks.values()].map((f) => ({
           dpRank: f.listener.dpRank, endpoint: f.listener.endpoint, replayEndpoint: f.listener.replayEndpoint,
-          watermark: f.listener.watermark, state: f.health.state(now, f.applier.lastBatchAt), counters: structuredClone(f.counters),
+          watermark: f.listener.watermark, transport: f.listener.transport, transportError: f.listener.transportError,
+          state: f.health.state(now, f.applier.lastBatchAt), counters: structuredClone(f.counters),
         })),
         counters: total,
       };
@@ -213,6 +241,7 @@ export class ZmqKvIngress implements IndexFeed {
     clearInterval(this.ticker);
     for (const w of this.workers.values()) for (const f of w.ranks.values()) this.track(f.listener.close());
     this.workers.clear();
+    this.rankCount = 0;
     await Promise.all([...this.closing]);
   }
 
@@ -220,17 +249,19 @@ export class ZmqKvIngress implements IndexFeed {
     const counters = newCounters();
     const applier = new BatchApplier({ index: partition.index, blockSize: partition.blockSize, workerId }, counters, this.clock);
     const health = new FeedHealth(this.windowMs, this.clock.now());
-    const listener = new KvListener({
+    const feed = { applier, counters, health } as RankFeed;
+    feed.listener = new KvListener({
       workerId, dpRank, endpoint, replayEndpoint, counters, applier, decoder: this.decoder, pacer: this.pacer,
-      ready: this.ready, replayIdleTimeoutMs: this.replayIdleTimeoutMs, logger: this.logger,
+      ready: this.ready, replayIdleTimeoutMs: this.replayIdleTimeoutMs, maxMessageBytes: this.maxMessageBytes, logger: this.logger,
+      onTransport: (state, reason) => this.onTransport(workerId, feed, state, reason),
     });
-    return { listener, applier, counters, health };
+    return feed;
   }
 
   /** A transport report of a rank's subscriber: recorded, and logged at once when it is a failure. */
-  private onTransport(workerId: bigint, f: RankFeed, state: TransportState, reason?: string): void {
+  private onTransport(workerId: bigint, f: RankFeed, state: TransportState, reason: string | null): void {
     if (f.listener.closed) return;
-    f.health.setTransport(state, this.clock.now(), reason);
+    f.health.setTransport(state, this.clock.now(), reason ?? undefined);
     this.checkRank(workerId, f);
   }
 

@@ -1,7 +1,8 @@
 /**
- * One worker rank's KV-event listener (api §7.3, wire note "Consumer rules"): a ZMQ SUB,
- * subscribed to every topic, connected to the engine's bound PUB; live messages are
- * `[topic, seq (8 bytes BE), msgpack batch]`.
+ * One worker rank's KV-event listener: a SUB connection of its own (zmtp-subscriber.ts),
+ * subscribed to every topic, to the engine's bound PUB; live messages are
+ * `[topic, seq (8 bytes BE), msgpack batch]` (vLLM's `ZmqEventPublisher`,
+ * vllm/distributed/kv_events.py).
  *
  * Sequence rules, per listener: a batch with seq <= watermark is stale and dropped; a first seq
  * above 0, or a jump, is a gap. With a replay endpoint the gap is filled through replay.ts
@@ -9,25 +10,33 @@
  * without one the missing batches are counted as lost. Only decodable batches move the
  * watermark or open a gap: garbage with a random seq cannot poison the stream.
  *
- * Robustness: wrong frame counts, short seq frames, undecodable or mis-shaped payloads are
- * dropped and counted; receive errors back off (10 ms doubling to 5 s) and retry for as long
- * as the listener lives. Until the ingress signals that start-up recovery finished, the socket
- * is connected but not read: ZMQ queues up to `receiveHighWaterMark` messages (the bounded
- * buffer; beyond it the publisher drops, which later shows as a gap).
+ * Robustness: wrong frame counts, short seq frames, oversize messages, undecodable or mis-shaped
+ * payloads are dropped and counted; a lost connection is retried (100 ms doubling to 5 s) for as
+ * long as the listener lives, and every change of its state reaches `onTransport`. Until the
+ * ingress signals that start-up recovery finished, the connection is up but not read: the
+ * subscriber reads {@link LISTENER_READ_AHEAD_MESSAGES} ahead and then pauses the socket; the
+ * publisher queues behind it up to its high-water mark and drops beyond, which later shows as a
+ * gap.
  */
-import * as zmq from 'zeromq';
+import { ZmtpSubscriber, type TransportState } from './zmtp-subscriber.js';
 import { KvDecodeError, type DecodedBatch, type KvBatchDecoder } from './decode.js';
 import type { BatchApplier } from './apply.js';
 import type { IngestCounters } from './stats.js';
 import type { Pacer } from './pacer.js';
 import { readSeq } from './frames.js';
 import { replay } from './replay.js';
-import { isIpv6Endpoint } from '../zmq-endpoint.js';
 import type { Logger } from '../logger.js';
 
-/** Receive queue while not ready / while busy: vLLM's own publisher high-water mark. */
-export const LISTENER_RECEIVE_HWM = 100_000;
-const BACKOFF_BASE_MS = 10, BACKOFF_MAX_MS = 5000;
+/**
+ * Messages read ahead of the listener. Small on purpose: the socket is read on the main thread
+ * (libzmq read in its own I/O thread), so reading far ahead only moves work into bursts that
+ * delay selections (measured: bench/RESULTS.md, KV ingestion). Behind this queue the kernel's
+ * socket buffer and the publisher's own high-water mark (vLLM: 100,000 messages) hold the rest,
+ * and a publisher at its mark drops, which shows here as a gap.
+ */
+export const LISTENER_READ_AHEAD_MESSAGES = 32;
+/** ... and at most this many bytes of them. */
+export const LISTENER_READ_AHEAD_BYTES = 1024 * 1024;
 
 export interface ListenerOptions {
   workerId: bigint;
@@ -42,7 +51,11 @@ export interface ListenerOptions {
   /** Resolves when start-up recovery finished. */
   ready: Promise<void>;
   replayIdleTimeoutMs: number;
+  /** Messages above this size are dropped (counted as `oversizeMessages`). */
+  maxMessageBytes: number;
   logger: Logger;
+  /** Every change of the connection's state. */
+  onTransport?(state: TransportState, reason: string | null): void;
 }
 
 export class KvListener {
@@ -51,32 +64,35 @@ export class KvListener {
   readonly replayEndpoint: string | null;
   /** Highest sequence number applied; null before the first batch. */
   watermark: bigint | null = null;
-  private readonly sub: zmq.Subscriber;
+  private readonly sub: ZmtpSubscriber;
   private readonly abort = new AbortController();
   private readonly stopped: Promise<void>;
   private loop: Promise<void> = Promise.resolve();
 
-  /** Creates the SUB and connects it; throws (with nothing left open) when ZMQ rejects the endpoint. */
+  /** Starts connecting; throws (with nothing left open) for an endpoint a subscriber cannot connect to. */
   constructor(private readonly o: ListenerOptions) {
     this.dpRank = o.dpRank;
     this.endpoint = o.endpoint;
     this.replayEndpoint = o.replayEndpoint;
-    this.sub = new zmq.Subscriber({
-      linger: 0, reconnectInterval: 100, reconnectMaxInterval: 5000, receiveHighWaterMark: LISTENER_RECEIVE_HWM,
-      tcpKeepalive: 1, ipv6: isIpv6Endpoint(o.endpoint),
+    const c = o.counters;
+    this.sub = new ZmtpSubscriber(o.endpoint, {
+      maxMessageBytes: o.maxMessageBytes, queueMessages: LISTENER_READ_AHEAD_MESSAGES, queueBytes: LISTENER_READ_AHEAD_BYTES,
+      onState: (state, reason) => o.onTransport?.(state, reason),
+      onOversize: () => { c.oversizeMessages++; },
+      onProtocolError: (reason) => {
+        c.protocolErrors++;
+        o.logger.warn({ workerId: String(o.workerId), dpRank: o.dpRank, endpoint: o.endpoint, reason }, 'KV event publisher broke the protocol; reconnecting');
+      },
     });
-    try {
-      this.sub.connect(o.endpoint);
-      this.sub.subscribe();
-    } catch (err) {
-      this.sub.close();
-      throw err;
-    }
     this.stopped = new Promise((resolve) => this.abort.signal.addEventListener('abort', () => resolve(), { once: true }));
   }
 
   /** Starts receiving (after `ready`). */
   start(): void { this.loop = this.run(); }
+
+  /** The connection to the publisher, and why it last failed (null while connected). */
+  get transport(): TransportState { return this.sub.state; }
+  get transportError(): string | null { return this.sub.lastError; }
 
   get closed(): boolean { return this.abort.signal.aborted; }
 
@@ -91,19 +107,12 @@ export class KvListener {
 
   private async run(): Promise<void> {
     await Promise.race([this.o.ready, this.stopped]);
-    let failures = 0;
     while (!this.closed) {
       let frames: Buffer[];
       try {
         frames = await this.sub.receive();
-        failures = 0;
-      } catch (err) {
-        if (this.closed) return;
-        this.o.counters.receiveErrors++;
-        const wait = Math.min(BACKOFF_BASE_MS * 2 ** Math.min(failures++, 8), BACKOFF_MAX_MS);
-        this.o.logger.warn({ workerId: String(this.o.workerId), dpRank: this.dpRank, err: (err as Error).message, retryMs: wait }, 'KV event receive failed');
-        await new Promise((r) => setTimeout(r, wait));
-        continue;
+      } catch {
+        return; // only a closed subscriber rejects
       }
       await this.o.pacer.turn();
       if (this.closed) return;

@@ -1,10 +1,10 @@
-import type { KvFeedState } from '../../core/index/feed.js';
-
 /**
  * Counters of KV-event ingestion, one set per rank listener (a worker's totals add them up).
  * Every batch, frame and event that does not make it into the index is counted under the
  * reason it was dropped, so bad traffic is visible without ever being fatal.
  */
+import type { KvFeedState } from '../../core/index/feed.js';
+import type { TransportState } from './zmtp-subscriber.js';
 
 /** Whole messages (live or replayed) dropped before any event was applied. */
 export interface DroppedFrames {
@@ -58,8 +58,10 @@ export interface IngestCounters {
   invalidSequence: number;
   /** Removed hashes the rank did not hold. */
   unknownRemoved: number;
-  /** Receive errors on the SUB socket (each followed by a back-off). */
-  receiveErrors: number;
+  /** Messages over the maximum message size (read past, never buffered). */
+  oversizeMessages: number;
+  /** Connections to the publisher reset for a protocol violation (bad greeting, not a PUB, bad frame). */
+  protocolErrors: number;
   /** Batches whose application threw (a bug, never bad input): logged, the listener goes on. */
   applyErrors: number;
   /** Stores of the worker's block size whose token_ids hold fewer than block_size tokens per block. */
@@ -73,7 +75,7 @@ export function newCounters(): IngestCounters {
   return {
     batchesApplied: 0, batchesReplayed: 0, eventsApplied: 0, blocksStored: 0, blocksRemoved: 0, clears: 0,
     staleBatches: 0, gaps: 0, batchesLost: 0, replays: 0, replayFailures: 0, storesStopped: 0, parentNotFound: 0,
-    invalidSequence: 0, unknownRemoved: 0, receiveErrors: 0, applyErrors: 0, tokenCountMismatches: 0,
+    invalidSequence: 0, unknownRemoved: 0, oversizeMessages: 0, protocolErrors: 0, applyErrors: 0, tokenCountMismatches: 0,
     droppedFrames: { frameCount: 0, seqLength: 0, undecodable: 0, badShape: 0 },
     droppedEvents: { malformed: 0, nonMainAttention: 0, unknownKind: 0, unlearnedGroup: 0, ambiguousNamespace: 0, blockSizeMismatch: 0 },
   };
@@ -108,6 +110,9 @@ export interface RankStats {
   replayEndpoint: string | null;
   /** Highest sequence number applied (null before the first batch). */
   watermark: bigint | null;
+  /** The connection to the publisher, and why it last failed (null while connected). */
+  transport: TransportState;
+  transportError: string | null;
   /** The feed's health now. */
   state: KvFeedState;
   /** This rank's own counters (since its listener started). */

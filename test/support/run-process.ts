@@ -1,0 +1,18 @@
+/** Runs a command to its end for tests: output collected, killed after `timeoutMs`, never rejects. */
+import { spawn } from 'node:child_process';
+
+export interface RunResult { code: number | null; stdout: string; stderr: string }
+
+export function runProcess(cmd: string, args: readonly string[], cwd: string, timeoutMs: number,
+  env: NodeJS.ProcessEnv = process.env): Promise<RunResult> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
+    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    const timer = setTimeout(() => { stderr += `\n[killed after ${timeoutMs} ms]`; child.kill('SIGKILL'); }, timeoutMs);
+    child.once('error', (err) => { stderr += String(err); });
+    child.once('close', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
+  });
+}

@@ -26,7 +26,7 @@ import { KvListener } from './listener.js';
 import type { TransportState } from './zmtp-subscriber.js';
 import { Pacer } from './pacer.js';
 import {
-  addCounters, droppedBatches, newCounters, shapeMismatches, type IngestCounters, type WorkerIngestStats,
+  addCounters, copyCounters, droppedBatches, newCounters, shapeMismatches, type IngestCounters, type WorkerIngestStats,
 } from './stats.js';
 
 export interface IngressOptions {
@@ -175,14 +175,14 @@ export class ZmqKvIngress implements IndexFeed {
   stats(workerId?: bigint): WorkerIngestStats[] | WorkerIngestStats | null {
     const now = this.clock.now();
     const one = (id: bigint, w: WorkerFeed): WorkerIngestStats => {
-      const total = structuredClone(w.retired);
+      const total = copyCounters(w.retired);
       for (const f of w.ranks.values()) addCounters(total, f.counters);
       return {
         workerId: id,
         ranks: [...w.ranks.values()].map((f) => ({
           dpRank: f.listener.dpRank, endpoint: f.listener.endpoint, replayEndpoint: f.listener.replayEndpoint,
           watermark: f.listener.watermark, transport: f.listener.transport, transportError: f.listener.transportError,
-          state: f.health.state(now, f.applier.lastBatchAt), counters: structuredClone(f.counters),
+          state: f.health.state(now, f.applier.lastBatchAt), counters: copyCounters(f.counters),
         })),
         counters: total,
       };

@@ -81,6 +81,10 @@ export function newCounters(): IngestCounters {
   };
 }
 
+/** A copy of a set of counters (a snapshot: later events do not change it). */
+export const copyCounters = (c: Readonly<IngestCounters>): IngestCounters =>
+  ({ ...c, droppedFrames: { ...c.droppedFrames }, droppedEvents: { ...c.droppedEvents } });
+
 /** Adds every counter of `from` into `into` (a worker's total over its ranks); returns `into`. */
 export function addCounters(into: IngestCounters, from: Readonly<IngestCounters>): IngestCounters {
   const add = (a: Record<string, number | object>, b: Readonly<Record<string, number | object>>): void => {

@@ -15,8 +15,8 @@ import { parseTrace } from '../src/sim/trace.js';
 import { simulate, DEFAULT_POLICIES } from '../src/sim/simulate.js';
 import { BlockIds } from '../src/sim/block-ids.js';
 import { EventQueue, VirtualClock } from '../src/sim/event-queue.js';
-import { SimEngine, type KvEventSink, type SimRequest } from '../src/sim/engine.js';
-import { fleetConfig } from '../src/sim/fleet.js';
+import { SimEngine, newRequest, type KvEventSink } from '../src/sim/engine.js';
+import { engineParams, fleetConfig } from '../src/sim/fleet.js';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -41,15 +41,14 @@ function baseline(): number {
   const sink: KvEventSink = { stored: () => {}, removed: () => {} };
   const noop = (): void => {};
   const ids = new BlockIds(trace, fleet.blockSize);
-  const engines = Array.from({ length: fleet.workers }, (_, w) => new SimEngine(BigInt(w), 0, fleet, events, sink,
-    { prefillComplete: noop, outputBlock: noop, finished: noop }));
+  const params = engineParams(fleet);
+  const engines = Array.from({ length: fleet.workers }, (_, w) => new SimEngine(BigInt(w), 0, params, events, sink,
+    { prefillComplete: noop, outputBlock: noop, finished: noop }, w));
   for (let i = 0; i < trace.length; i++) {
     const at = trace.timestamps[i];
     while (events.peekTime() <= at) events.runNext();
     clock.t = at;
-    const r: SimRequest = { index: i, id: `r${i}`, isl: ids.isl(i), osl: trace.outputLength[i], keys: ids.keys(i, []), arrival: at, routed: at,
-      prefillStart: 0, prefillEnd: 0, end: 0, cachedBlocks: 0, cachedTokens: 0, outputBlocks: 0 };
-    engines[i % fleet.workers].arrive(r);
+    engines[i % fleet.workers].arrive(newRequest(i, ids.isl(i), trace.outputLength[i], ids.keys(i, []), at));
   }
   while (events.runNext());
   return performance.now() - t0;

@@ -1,12 +1,18 @@
 /**
- * The `select-service` flags (api §4.1 plus the service's own): one table drives parsing, the
+ * The `select-service` flags (Dynamo's plus the service's own): one table drives parsing, the
  * `--help` text and the README's flag table. `--flag value` and `--flag=value` both work.
- * Parsing checks syntax and types and lists every problem at once; ranges owned by the router
- * config schema (`--router-tracking-hash`) and the service builder (ports, affinity TTL) are
- * checked there, with messages that name the same flags.
+ * Every flag that takes a value (except the router overrides, which have their DYN_ROUTER_*
+ * variable) is also read from `SELECT_SERVICE_<FLAG>` (`--port` -> `SELECT_SERVICE_PORT`), for
+ * container platforms; the flag wins. Parsing checks syntax and types and lists every problem
+ * at once; ranges owned by the router config schema (`--router-tracking-hash`) and the service
+ * builder (ports, affinity TTL) are checked there, with messages that name the same flags.
+ *
+ * The environment reference (`--help-env`, the README's table) is generated here too, from this
+ * table and the router configuration's variable table.
  */
 import { DEFAULT_MAX_MESSAGE_BYTES } from './service/kv-events/ingress.js';
-import type { RouterConfig } from './core/config/config.js';
+import { defaultRouterConfig, type RouterConfig } from './core/config/config.js';
+import { routerEnvDocs, routerEnvNames, unknownEnvVars } from './core/config/config-env.js';
 import { validateZmqEndpoint } from './service/zmq-endpoint.js';
 
 /** Pino levels accepted by `--log-level`. */
@@ -16,6 +22,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 /** Validated, frozen command-line options. */
 export interface CliOptions {
   readonly help: boolean;
+  readonly helpEnv: boolean;
   readonly version: boolean;
   readonly port: number;
   readonly host: string;
@@ -33,6 +40,7 @@ export interface CliOptions {
   readonly workersFile: string | null;
   /** KV-feed health window, seconds (null: the service's default, 30). */
   readonly kvFeedSilenceSecs: number | null;
+  readonly routingPolicy: string | null;
   /** KV-event messages above this size are dropped and counted. */
   readonly kvEventsMaxMessageBytes: number;
 }
@@ -44,6 +52,15 @@ export class CliError extends Error {
 }
 
 interface Flag { name: string; value?: string; default: string; help: string }
+
+/** Prefix of the flags' environment equivalents. */
+export const ENV_PREFIX = 'SELECT_SERVICE_';
+
+/** The variable a flag is also read from (`--port` -> `SELECT_SERVICE_PORT`), or null. */
+export function flagEnv(f: Flag): string | null {
+  if (!f.value || f.default === 'env') return null; // switches, and overrides of a DYN_ROUTER_* variable
+  return ENV_PREFIX + f.name.slice(2).replace(/-/g, '_').toUpperCase();
+}
 
 /** Every flag, in `--help` order. */
 export const FLAGS: readonly Flag[] = [
@@ -66,8 +83,10 @@ export const FLAGS: readonly Flag[] = [
   { name: '--log-level', value: 'LEVEL', default: 'info', help: LOG_LEVELS.join(', ') },
   { name: '--workers-file', value: 'PATH', default: 'none', help: 'JSON array of worker records to keep the catalog in sync with' },
   { name: '--kv-feed-silence-secs', value: 'SECS', default: '30', help: 'KV-feed health window: warn about a rank not connected, disconnected or silent this long' },
+  { name: '--routing-policy', value: 'NAME', default: 'env', help: 'kv (Dynamo\'s cost, the default) or ttft[:name=value...]; overrides SELECT_SERVICE_ROUTING_POLICY' },
   { name: '--kv-events-max-message-bytes', value: 'N', default: '67108864', help: 'KV-event messages above this size are dropped (and counted)' },
   { name: '--help', default: '', help: 'print this help and exit (also -h)' },
+  { name: '--help-env', default: '', help: 'print every environment variable the service reads, with type, default and meaning, and exit' },
   { name: '--version', default: '', help: 'print the version and exit (also -V)' },
 ];
 
@@ -77,9 +96,67 @@ const ALIASES: Readonly<Record<string, string>> = { '-h': '--help', '-V': '--ver
 export function usage(): string {
   const left = (f: Flag) => (f.value ? `${f.name} ${f.value}` : f.name);
   const width = Math.max(...FLAGS.map((f) => left(f).length));
-  const lines = FLAGS.map((f) => `  ${left(f).padEnd(width)}  ${f.help}${f.default && f.default !== 'env' ? ` [default: ${f.default}]` : ''}`);
+  const lines = FLAGS.map((f) => {
+    const env = flagEnv(f);
+    return `  ${left(f).padEnd(width)}  ${f.help}${f.default && f.default !== 'env' ? ` [default: ${f.default}]` : ''}${env ? ` [env: ${env}]` : ''}`;
+  });
   return ['usage: select-service [OPTIONS]', '       select-service simulate [ARGS...]', '',
-    'Router behaviour is configured with the DYN_ROUTER_* environment variables.', '', 'options:', ...lines].join('\n');
+    'Router behaviour is configured with the DYN_ROUTER_* environment variables (select-service --help-env lists them all).',
+    `Flags with a value can also be set as ${ENV_PREFIX}<FLAG> variables; a flag given on the command line wins.`, '', 'options:', ...lines].join('\n');
+}
+
+// ---- the environment reference ---------------------------------------------------------------
+
+/** One variable of the environment reference. */
+export interface EnvReferenceRow { name: string; type: string; default: string; meaning: string }
+
+/** Value placeholders of the flags -> the type of their variable. */
+const VALUE_TYPES: Readonly<Record<string, string>> = {
+  N: 'integer', PORT: 'integer', SECS: 'number', ADDR: 'string', PATH: 'path', URLS: 'comma-separated URLs',
+  ENDPOINTS: 'comma-separated ZMQ endpoints', MODE: 'hard|soft', LEVEL: LOG_LEVELS.join('|'),
+};
+
+const showDefault = (v: unknown): string => (v === null || v === undefined ? 'unset' : String(v));
+
+/**
+ * Every environment variable the service reads: the flags' `SELECT_SERVICE_*` equivalents, then
+ * the router configuration's variables (defaults from the configuration schema).
+ */
+export function envReference(): EnvReferenceRow[] {
+  const rows: EnvReferenceRow[] = [];
+  for (const f of FLAGS) {
+    const name = flagEnv(f);
+    if (!name) continue;
+    const def = f.default === 'none' ? 'unset' : f.default === 'off' ? 'unset (off)' : f.default;
+    rows.push({ name, type: VALUE_TYPES[f.value!] ?? 'string', default: def, meaning: `same as ${f.name}: ${f.help}` });
+  }
+  const defaults = defaultRouterConfig();
+  for (const d of routerEnvDocs()) {
+    rows.push({ name: d.name, type: d.type, default: d.field ? showDefault(defaults[d.field]) : 'unset', meaning: d.help });
+  }
+  return rows;
+}
+
+/** The `--help-env` text. */
+export function envHelp(): string {
+  const lines = ['Environment variables read by select-service. A flag on the command line wins over its SELECT_SERVICE_* variable;',
+    'an empty variable counts as unset; a DYN_* value that does not parse stops the start (exit 2).', ''];
+  for (const r of envReference()) lines.push(`${r.name}  (${r.type}, default: ${r.default})`, `    ${r.meaning}`);
+  return lines.join('\n');
+}
+
+/** The README's environment table (the same rows as `--help-env`). */
+export function envMarkdown(): string {
+  const cell = (s: string) => s.replace(/\|/g, '\\|');
+  return ['| variable | type | default | meaning |', '|---|---|---|---|',
+    ...envReference().map((r) => `| \`${r.name}\` | ${cell(r.type)} | ${r.default.startsWith('unset') ? r.default : `\`${r.default}\``} | ${cell(r.meaning)} |`)].join('\n');
+}
+
+/** Start-up warnings for variables of our namespaces that nothing reads, naming the closest known one. */
+export function unknownEnvWarnings(env: Readonly<Record<string, string | undefined>>): { name: string; closest: string }[] {
+  const router = routerEnvNames();
+  const service = FLAGS.map(flagEnv).filter((n): n is string => n !== null);
+  return [...unknownEnvVars(env, 'DYN_ROUTER_', router), ...unknownEnvVars(env, ENV_PREFIX, service)];
 }
 
 /** Splits argv into flag -> raw value (`true` for switches), reporting syntax problems. */
@@ -104,17 +181,29 @@ function tokenize(argv: readonly string[], problems: string[]): Map<string, stri
   return seen;
 }
 
-/** Parses the command line (without the node and script paths). Throws {@link CliError}. */
-export function parseCliArgs(argv: readonly string[]): CliOptions {
+/**
+ * Parses the command line (without the node and script paths), with the `SELECT_SERVICE_*`
+ * variables of `env` for the flags it does not give. Throws {@link CliError}; a problem with a
+ * value that came from the environment names the variable.
+ */
+export function parseCliArgs(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = {}): CliOptions {
   const problems: string[] = [];
   const raw = tokenize(argv, problems);
+  const from = new Map<string, string>();
+  for (const f of FLAGS) {
+    const name = flagEnv(f);
+    const v = name === null || raw.has(f.name) ? undefined : env[name];
+    if (v !== undefined && v !== '') { raw.set(f.name, v); from.set(f.name, name!); }
+  }
+  /** How a problem names where the value came from. */
+  const who = (name: string): string => from.get(name) ?? name;
   const str = (name: string): string | null => { const v = raw.get(name); return typeof v === 'string' ? v : null; };
   const num = (name: string, integer: boolean, min: number, max = Number.MAX_SAFE_INTEGER): number | null => {
     const v = str(name);
     if (v === null) return null;
     const n = v.trim() === '' ? NaN : Number(v);
     if (!Number.isFinite(n) || (integer && !Number.isInteger(n)) || n < min || n > max) {
-      problems.push(`${name}: must be ${integer ? 'an integer' : 'a number'} between ${min} and ${max} (got ${JSON.stringify(v)})`);
+      problems.push(`${who(name)}: must be ${integer ? 'an integer' : 'a number'} between ${min} and ${max} (got ${JSON.stringify(v)})`);
       return null;
     }
     return n;
@@ -123,27 +212,27 @@ export function parseCliArgs(argv: readonly string[]): CliOptions {
 
   const indexerPeers = list('--indexer-peers');
   for (const u of indexerPeers) {
-    if (!URL.canParse(u) || !/^https?:$/.test(new URL(u).protocol)) problems.push(`--indexer-peers: not an http(s) URL: ${JSON.stringify(u)}`);
+    if (!URL.canParse(u) || !/^https?:$/.test(new URL(u).protocol)) problems.push(`${who('--indexer-peers')}: not an http(s) URL: ${JSON.stringify(u)}`);
   }
   const replicaSyncPeers = list('--replica-sync-peers');
   for (const ep of replicaSyncPeers) {
     const why = validateZmqEndpoint(ep);
-    if (why) problems.push(`--replica-sync-peers: invalid ZMQ endpoint \`${ep}\`: ${why}`);
+    if (why) problems.push(`${who('--replica-sync-peers')}: invalid ZMQ endpoint \`${ep}\`: ${why}`);
   }
   // Ports: 0 and out-of-range replica ports are the builder's to reject (same message, same flag).
   const replicaSyncPort = num('--replica-sync-port', true, Number.MIN_SAFE_INTEGER);
-  if (replicaSyncPeers.length > 0 && !raw.has('--replica-sync-port')) problems.push('--replica-sync-peers: requires --replica-sync-port');
+  if (replicaSyncPeers.length > 0 && !raw.has('--replica-sync-port')) problems.push(`${who('--replica-sync-peers')}: requires --replica-sync-port`);
   if (raw.has('--router-assume-kv-reuse') && raw.has('--no-router-assume-kv-reuse')) {
     problems.push('--router-assume-kv-reuse: cannot be used with --no-router-assume-kv-reuse');
   }
   const ttl = num('--session-affinity-ttl-secs', false, Number.MIN_SAFE_INTEGER);
   const mode = str('--session-affinity-mode');
-  if (mode !== null && mode !== 'hard' && mode !== 'soft') problems.push(`--session-affinity-mode: must be hard or soft (got ${JSON.stringify(mode)})`);
-  if (mode !== null && !raw.has('--session-affinity-ttl-secs')) problems.push('--session-affinity-mode: requires --session-affinity-ttl-secs');
+  if (mode !== null && mode !== 'hard' && mode !== 'soft') problems.push(`${who('--session-affinity-mode')}: must be hard or soft (got ${JSON.stringify(mode)})`);
+  if (mode !== null && !raw.has('--session-affinity-ttl-secs')) problems.push(`${who('--session-affinity-mode')}: requires --session-affinity-ttl-secs`);
   const logLevel = str('--log-level') ?? 'info';
-  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) problems.push(`--log-level: must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)})`);
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) problems.push(`${who('--log-level')}: must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)})`);
   const host = str('--host') ?? '0.0.0.0';
-  if (host.trim() === '') problems.push('--host: must not be empty');
+  if (host.trim() === '') problems.push(`${who('--host')}: must not be empty`);
   const cache = {
     ttlSecs: num('--selection-cache-ttl-secs', false, 0) ?? undefined,
     maxEntries: num('--selection-cache-max-entries', true, 0) ?? undefined,
@@ -153,6 +242,7 @@ export function parseCliArgs(argv: readonly string[]): CliOptions {
   if (silence === 0) problems.push('--kv-feed-silence-secs: must be greater than 0 (got "0")');
   const opts: CliOptions = {
     help: raw.has('--help'),
+    helpEnv: raw.has('--help-env'),
     version: raw.has('--version'),
     port: num('--port', true, 0, 65535) ?? 8092,
     host,
@@ -169,6 +259,7 @@ export function parseCliArgs(argv: readonly string[]): CliOptions {
     logLevel: logLevel as LogLevel,
     workersFile: str('--workers-file'),
     kvFeedSilenceSecs: silence,
+    routingPolicy: str('--routing-policy'),
     kvEventsMaxMessageBytes: num('--kv-events-max-message-bytes', true, 1) ?? DEFAULT_MAX_MESSAGE_BYTES,
   };
   if (problems.length > 0) throw new CliError(problems);
@@ -182,5 +273,6 @@ export function routerOverrides(o: CliOptions): Partial<RouterConfig> {
   if (o.trackingHash !== null) out.routerTrackingHash = o.trackingHash as RouterConfig['routerTrackingHash'];
   if (o.trackingKeyFile !== null) out.routerTrackingKeyFile = o.trackingKeyFile;
   if (o.trackingKeyId !== null) out.routerTrackingKeyId = o.trackingKeyId;
+  if (o.routingPolicy !== null) out.routingPolicy = o.routingPolicy;
   return out;
 }

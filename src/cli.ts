@@ -6,8 +6,9 @@
  * after SIGINT/SIGTERM), 1 runtime failure (e.g. the port is taken), 2 invalid flags or
  * configuration.
  */
+import { statSync } from 'node:fs';
 import { ConfigError, parseRouterConfig } from './core/config/config.js';
-import { CliError, parseCliArgs, routerOverrides, usage } from './cli-args.js';
+import { CliError, envHelp, flagEnv, FLAGS, parseCliArgs, routerOverrides, usage, type CliOptions } from './cli-args.js';
 import { readEnv } from './service/env.js';
 import { VERSION } from './version.js';
 
@@ -22,14 +23,33 @@ async function simulate(argv: string[]): Promise<number> {
   return simulateMain(argv);
 }
 
+/**
+ * A `--workers-file` must exist at start: a typo would otherwise serve an empty catalog (once
+ * running, the file may vanish for a while: discovery logs it and retries). Named as given.
+ */
+function checkWorkersFile(opts: CliOptions, argv: readonly string[]): void {
+  if (opts.workersFile === null) return;
+  const flag = '--workers-file';
+  const name = argv.some((a) => a === flag || a.startsWith(`${flag}=`)) ? flag : flagEnv(FLAGS.find((f) => f.name === flag)!)!;
+  let why: string | null = null;
+  try {
+    if (!statSync(opts.workersFile).isFile()) why = 'not a file';
+  } catch (err) {
+    why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message;
+  }
+  if (why !== null) throw new CliError([`${name}: ${why}: ${opts.workersFile}`]);
+}
+
 /** Runs the command; resolves with the exit code. */
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'simulate') return simulate(argv.slice(1));
   try {
-    const opts = parseCliArgs(argv);
-    if (opts.help) { process.stdout.write(`${usage()}\n`); return 0; }
-    if (opts.version) { process.stdout.write(`${VERSION}\n`); return 0; }
     const env = readEnv();
+    const opts = parseCliArgs(argv, env);
+    if (opts.help) { process.stdout.write(`${usage()}\n`); return 0; }
+    if (opts.helpEnv) { process.stdout.write(`${envHelp()}\n`); return 0; }
+    if (opts.version) { process.stdout.write(`${VERSION}\n`); return 0; }
+    checkWorkersFile(opts, argv);
     const config = parseRouterConfig(env, routerOverrides(opts));
     // Loaded only to serve: help, version and configuration errors answer without Fastify,
     // ZeroMQ and the wasm core (a bad flag exits in ~0.25 s instead of ~0.5 s).

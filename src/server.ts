@@ -11,7 +11,7 @@ import { createServer, selectionApi } from './http/app.js';
 import { WorkersFileDiscovery } from './service/discovery.js';
 import { SelectionServiceBuilder } from './service/service.js';
 import { openFileLimit, rankCapacity } from './service/fd-limit.js';
-import type { CliOptions } from './cli-args.js';
+import { unknownEnvWarnings, type CliOptions } from './cli-args.js';
 
 /** Time allowed for a graceful stop before the process exits anyway (under the 5 s rule). */
 const SHUTDOWN_GRACE_MS = 4000;
@@ -24,6 +24,9 @@ export async function runServer(opts: CliOptions, config: RouterConfig, env: Rea
   const app = createServer({ logger: { level: opts.logLevel } });
   const log = app.log;
   for (const note of envDeprecations(env)) log.warn(note);
+  for (const { name, closest } of unknownEnvWarnings(env)) {
+    log.warn({ variable: name, closest }, `unknown environment variable ${name} is ignored (did you mean ${closest}?)`);
+  }
   if (opts.threads !== null) log.info({ threads: opts.threads }, '--threads has no effect: the index is one WebAssembly instance');
   const fds = openFileLimit();
   const maxRanks = rankCapacity(fds);

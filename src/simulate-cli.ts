@@ -4,7 +4,7 @@
  * simulator page (`--serve`). `src/cli.ts` dispatches `select-service simulate ...` here; the
  * file also runs on its own: `node build/dist/src/simulate-cli.js --trace FILE`.
  */
-import { readFileSync, realpathSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
@@ -13,7 +13,10 @@ import { simulate, DEFAULT_POLICIES, type SimulationOptions } from './sim/simula
 import { compileScorer } from './sim/custom-scorer.js';
 import { formatReport, reportJson } from './sim/report.js';
 import type { FleetConfig } from './sim/fleet.js';
+import { DEFAULT_PROFILE, PERF_PROFILES } from './sim/perf-model.js';
 import { serveStatic } from './simulate-serve.js';
+import { SWEEP_KNOBS, formatSweep, parseSweep, sweep } from './sim/sweep.js';
+import { loadCharts, resultCharts, sweepCharts, type Figure } from './sim/figures.js';
 
 /** Where output goes (tests pass their own). */
 export interface CliIo {
@@ -25,34 +28,43 @@ const USAGE = `usage: select-service simulate --trace FILE [options]
        select-service simulate --serve [--port P]
 
   --trace FILE              Mooncake JSONL trace (timestamp, input_length, output_length, hash_ids)
-  --limit N                 only the first N requests
-  --policies LIST           comma-separated, default ${DEFAULT_POLICIES}; kinds: kv, round_robin,
-                            random, least_loaded, session_affinity, custom; parameters as
-                            kind:key=value, e.g. kv:overlap_score_credit=0.5:router_temperature=0.1
+  --limit N                 only the first N requests (after --offset)
+  --offset N                drop the first N requests; the rest start at time 0
+  --policies LIST           comma-separated, default ${DEFAULT_POLICIES}; kinds: kv, ttft,
+                            round_robin, random, least_loaded, session_affinity, custom; parameters
+                            as kind:key=value, e.g. kv:overlap_score_credit=0.5:router_temperature=0.1
+                            or ttft:prior_tokens_per_sec=20000
   --workers N               workers (default 8)          --dp-ranks N       ranks per worker (1)
   --block-size N            tokens per block, divides 512 (default 512)
   --capacity-blocks N|inf   KV blocks per rank (default 524,288 tokens' worth)
-  --prefill-tps X           prefill tokens/s per rank (20000)
-  --decode-tps X            decode tokens/s per request (50)
-  --max-concurrent N        running requests per rank (64)
-  --max-batched-tokens N    each worker's max_num_batched_tokens (16384)
+  --profile NAME            step-time profile of every rank, default ${DEFAULT_PROFILE}; one of
+                            ${Object.keys(PERF_PROFILES).join(', ')}
+  --max-concurrent N        running requests per rank, max_num_seqs (64)
+  --max-batched-tokens N    token budget of an engine step, max_num_batched_tokens (16384)
   --queue-threshold X       router_queue_threshold: queue in the core while every rank has more
                             than X x max_num_batched_tokens of active prefill (default: no queue)
   --queue-policy P          fcfs (default), wspt or lcfs
   --overlap-score-credit X  --prefill-load-scale X  --temperature X   cost knobs of kv policies
   --scorer FILE             body of the custom policy's scorer function (ctx, cands, out)
   --seed S                  RNG seed (default 0)         --speed X          arrival speed-up (1)
+  --sweep KNOB=V1,V2,...    run every policy at every value of one knob and print one table;
+                            knobs: ${Object.keys(SWEEP_KNOBS).join(', ')}
+                            (e.g. --sweep speed=1,2,4,8; inf is a value for capacity-blocks)
+  --svg DIR                 write the charts as standalone SVG files into DIR: with --sweep, TTFT
+                            p50, TTFT p90 and hit rate against the swept value; otherwise hit rate
+                            over time, the TTFT distribution and per-rank load
   --json                    print JSON instead of the table
   --serve [--port P]        serve the simulator page (default port 8093)
 `;
 
 const OPTIONS = {
-  trace: { type: 'string' }, limit: { type: 'string' }, policies: { type: 'string' }, workers: { type: 'string' },
+  trace: { type: 'string' }, limit: { type: 'string' }, offset: { type: 'string' }, policies: { type: 'string' }, workers: { type: 'string' },
   'dp-ranks': { type: 'string' }, 'block-size': { type: 'string' }, 'capacity-blocks': { type: 'string' },
-  'prefill-tps': { type: 'string' }, 'decode-tps': { type: 'string' }, 'max-concurrent': { type: 'string' },
+  profile: { type: 'string' }, 'max-concurrent': { type: 'string' },
   'max-batched-tokens': { type: 'string' }, 'queue-threshold': { type: 'string' }, 'queue-policy': { type: 'string' },
   'overlap-score-credit': { type: 'string' }, 'prefill-load-scale': { type: 'string' }, temperature: { type: 'string' },
   scorer: { type: 'string' }, seed: { type: 'string' }, speed: { type: 'string' }, json: { type: 'boolean' },
+  sweep: { type: 'string' }, svg: { type: 'string' },
   serve: { type: 'boolean' }, port: { type: 'string' }, host: { type: 'string' }, help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -86,7 +98,7 @@ export async function main(argv: string[], io: CliIo = process): Promise<number>
     const fleet: Partial<FleetConfig> = {
       workers: number(values.workers, 'workers'), dpRanks: number(values['dp-ranks'], 'dp-ranks'),
       blockSize: number(values['block-size'], 'block-size'), capacityBlocks: number(values['capacity-blocks'], 'capacity-blocks'),
-      prefillTokensPerSec: number(values['prefill-tps'], 'prefill-tps'), decodeTokensPerSec: number(values['decode-tps'], 'decode-tps'),
+      profile: values.profile,
       maxConcurrent: number(values['max-concurrent'], 'max-concurrent'), maxBatchedTokens: number(values['max-batched-tokens'], 'max-batched-tokens'),
     };
     const knobs = {
@@ -95,21 +107,45 @@ export async function main(argv: string[], io: CliIo = process): Promise<number>
       routerTemperature: number(values.temperature, 'temperature'),
     };
     const queue = queueOption(number(values['queue-threshold'], 'queue-threshold'), values['queue-policy']);
-    const trace = parseTrace(readFileSync(values.trace, 'utf8'), { limit: number(values.limit, 'limit') });
+    const trace = parseTrace(readFileSync(values.trace, 'utf8'), { limit: number(values.limit, 'limit'), offset: number(values.offset, 'offset') });
     const opts: SimulationOptions = {
       fleet, knobs, policies: values.policies ?? DEFAULT_POLICIES, seed: number(values.seed, 'seed') ?? 0,
       speed: number(values.speed, 'speed') ?? 1,
       scorer: values.scorer ? compileScorer(readFileSync(values.scorer, 'utf8')) : undefined,
       onProgress: progress(io), queue,
     };
+    let swept: ReturnType<typeof parseSweep> | undefined;
+    if (values.sweep !== undefined) {
+      try { swept = parseSweep(values.sweep); } catch (err) { throw new UsageError((err as Error).message); }
+    }
+    if (swept) {
+      const result = await sweep(trace, { ...opts, onProgress: undefined }, swept.knob, swept.values, (p) => {
+        opts.onProgress?.({ ...p, policy: `${swept.knob}=${p.value} ${p.policy}`, index: p.valueIndex * p.policies + p.index, policies: p.valueCount * p.policies });
+      });
+      if (io.stderr.isTTY) io.stderr.write('\r\x1b[K');
+      io.stdout.write(values.json ? `${JSON.stringify({ knob: result.knob, values: result.values, runs: result.runs.map(reportJson) }, null, 2)}\n` : formatSweep(result));
+      if (values.svg) writeFigures(io, values.svg, sweepCharts(result));
+      return 0;
+    }
     const result = await simulate(trace, opts);
     if (io.stderr.isTTY) io.stderr.write('\r\x1b[K');
     io.stdout.write(values.json ? `${JSON.stringify(reportJson(result), null, 2)}\n` : formatReport(result));
+    if (values.svg) writeFigures(io, values.svg, [...resultCharts(result), ...loadCharts(result)]);
     return 0;
   } catch (err) {
     io.stderr.write(`simulate: ${err instanceof Error ? err.message : String(err)}\n`);
     if (err instanceof UsageError) { io.stderr.write(USAGE); return 2; }
     return 1;
+  }
+}
+
+/** Write each figure as DIR/<name>.svg (the folder is created), listing them on stderr. */
+function writeFigures(io: CliIo, dir: string, figures: readonly Figure[]): void {
+  mkdirSync(dir, { recursive: true });
+  for (const f of figures) {
+    const path = join(dir, `${f.name}.svg`);
+    writeFileSync(path, `${f.svg}\n`);
+    io.stderr.write(`wrote ${path}\n`);
   }
 }
 

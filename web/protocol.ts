@@ -2,8 +2,9 @@
 import type { FleetConfig } from '../src/sim/fleet.js';
 import type { CostKnobs } from '../src/sim/policies.js';
 import type { SimProgress, SimulationResult } from '../src/sim/simulate.js';
+import type { SweepResult } from '../src/sim/sweep.js';
 
-/** Page -> worker: run a simulation. */
+/** Page -> worker: run a simulation, or a sweep of one knob. */
 export interface RunRequest {
   type: 'run';
   /** JSONL trace text. */
@@ -17,10 +18,16 @@ export interface RunRequest {
   queue?: { threshold: number };
   /** Body of the custom policy's scorer (ctx, cands, out). */
   scorer?: string;
+  /** Every policy at every value of this knob (the CLI's flag names). */
+  sweep?: { knob: string; values: number[] };
 }
+
+/** Progress of a run; `value` is the swept value being run. */
+export interface PageProgress extends SimProgress { value?: number; valueIndex: number; valueCount: number }
 
 /** Worker -> page. */
 export type WorkerMessage =
-  | { type: 'progress'; progress: SimProgress }
+  | { type: 'progress'; progress: PageProgress }
   | { type: 'done'; result: SimulationResult; requests: number; wallMs: number }
+  | { type: 'swept'; sweep: SweepResult; requests: number; wallMs: number }
   | { type: 'error'; message: string };

@@ -1,10 +1,11 @@
 /**
  * The simulator's Web Worker: the same isomorphic simulator and wasm core as the CLI, off the
  * page's main thread. Bundled into one classic script and started from a blob URL, so the page
- * also works when opened from the file system.
+ * also works when opened from the file system. The page cancels a run by terminating it.
  */
 import { parseTrace } from '../src/sim/trace.js';
-import { simulate } from '../src/sim/simulate.js';
+import { simulate, type SimulationOptions } from '../src/sim/simulate.js';
+import { sweep } from '../src/sim/sweep.js';
 import { compileScorer } from '../src/sim/custom-scorer.js';
 import type { RunRequest, WorkerMessage } from './protocol.js';
 
@@ -20,10 +21,17 @@ scope.onmessage = (ev) => {
   void (async () => {
     try {
       const trace = parseTrace(req.trace, { limit: req.limit });
-      const result = await simulate(trace, {
+      const opts: SimulationOptions = {
         fleet: req.fleet, policies: req.policies, knobs: req.knobs, seed: req.seed, speed: req.speed, queue: req.queue,
         scorer: req.scorer ? compileScorer(req.scorer) : undefined, progressEvery: 250,
-        onProgress: (progress) => scope.postMessage({ type: 'progress', progress }),
+      };
+      if (req.sweep) {
+        const s = await sweep(trace, opts, req.sweep.knob, req.sweep.values, (progress) => scope.postMessage({ type: 'progress', progress }));
+        scope.postMessage({ type: 'swept', sweep: s, requests: trace.length, wallMs: performance.now() - t0 });
+        return;
+      }
+      const result = await simulate(trace, {
+        ...opts, onProgress: (p) => scope.postMessage({ type: 'progress', progress: { ...p, valueIndex: 0, valueCount: 1 } }),
       });
       scope.postMessage({ type: 'done', result, requests: trace.length, wallMs: performance.now() - t0 });
     } catch (err) {

@@ -48,9 +48,9 @@ export type {
   WorkerPatchInput, WorkerRequestInput,
 } from './wire/schemas.js';
 export type {
-  DumpResponse, Lifecycle, MetricsExposition, ModelLoadResponse, OverlapScoreRow, OverlapScoresResponse, OverlapSummary, PotentialLoad,
-  ReadyResponse, ReplicaPeersApi, ReservationResponse, SelectOptions, SelectResponse, SelectionApi, ServiceApi, StatusOk,
-  WorkerLoad, WorkerRecord,
+  DumpResponse, KvHint, Lifecycle, MetricsExposition, ModelLoadResponse, OverlapScoreRow, OverlapScoresResponse, OverlapSummary,
+  PotentialLoad, ReadyResponse, ReplicaPeersApi, ReservationResponse, SelectOptions, SelectResponse, SelectionApi, ServiceApi,
+  StatusOk, WorkerLoad, WorkerRecord,
 } from './wire/types.js';
 export type { AffinityEvent, BookingRef, LifecycleEvent } from './wire/events.js';
 export { parseJson, stringifyJson } from './wire/json.js';

@@ -1,9 +1,13 @@
 /**
- * The HTTP service as a Fastify plugin (api §1, §2): {@link selectionApi} mounts every route of
- * the route table on the instance it is registered on, with the u64-exact JSON body parser and
- * serializer, the one error handler and the 404/405 handler. {@link createServer} makes an
- * instance with the transport limits of api §1; {@link buildApp} does both (tests, embedding).
- * Listening and signals belong to the process entry (server.ts).
+ * The HTTP service as a Fastify plugin: {@link selectionApi} mounts every route of the route
+ * table, and the 405 answers of their paths, in its own encapsulated scope, with the u64-exact
+ * JSON body parser and serializer and the one error handler. Nothing of that leaks into the
+ * host: its routes keep their parsers, serializer and error handler, and its 404 handler stays
+ * in charge of every path outside ours. Registered with a `prefix`, every route (health,
+ * readiness and the OpenAPI document included) moves under it, and unknown paths under the
+ * prefix answer our 404. {@link createServer} makes an instance with the service's transport
+ * limits, error handler and 404 for the whole server; {@link buildApp} does both (tests,
+ * embedding). Listening and signals belong to the process entry (server.ts).
  */
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -13,7 +17,7 @@ import { VERSION } from '../version.js';
 import { ignoreBodies, useJsonBodies } from './content-type.js';
 import { installErrorHandler, sendError } from './error-handler.js';
 import { stringifyJson } from '../core/wire/json.js';
-import { installNotFound } from './not-found.js';
+import { installNotFound, methodNotAllowedRoutes } from './not-found.js';
 import { openApiRoute } from './openapi.js';
 import { ROUTES, run, type RouteDef } from './routes.js';
 
@@ -28,8 +32,8 @@ export interface ServerOptions {
   requestLogLevel?: 'info' | 'debug';
 }
 
-/** Options of the {@link selectionApi} plugin. */
-export interface SelectionApiOptions { service: ServiceApi }
+/** Options of the {@link selectionApi} plugin (plus Fastify's own `prefix`). */
+export interface SelectionApiOptions { service: ServiceApi; prefix?: string }
 
 /** The request-id header: honoured when it comes in, always sent back. */
 export const REQUEST_ID_HEADER = 'x-request-id';
@@ -58,7 +62,11 @@ class RequestLogs extends Fastify.LogController {
   }
 }
 
-/** A Fastify instance with the transport rules of api §1 (8 MiB bodies, long path ids) and request ids. */
+/**
+ * A Fastify instance for the service: 8 MiB bodies, long path ids, request ids (`x-request-id`
+ * honoured and echoed), the `{"error": ...}` error handler and `404 {"error":"route not found"}`
+ * for the whole server.
+ */
 export function createServer(opts: ServerOptions = {}): FastifyInstance {
   const app = Fastify({
     logger: opts.logger ?? false,
@@ -76,31 +84,38 @@ export function createServer(opts: ServerOptions = {}): FastifyInstance {
     frameworkErrors: sendError,
   });
   app.addHook('onRequest', (req, reply, done) => { reply.header(REQUEST_ID_HEADER, req.id); done(); });
+  installErrorHandler(app);
+  installNotFound(app);
   return app;
 }
 
 /** Every route, including `/openapi.json`. */
 export const ALL_ROUTES: readonly RouteDef[] = [...ROUTES, openApiRoute(ROUTES, VERSION)];
 
-/** Mounts the selection API on the instance it is registered on (not encapsulated). */
+/**
+ * Mounts the selection API in its own encapsulated scope (under `prefix` when given). Without a
+ * prefix the API owns the paths of its routes (every method: the others answer 405); the host's
+ * routes, parsers, serializer, error handler and 404 handler are untouched either way.
+ */
 export const selectionApi: FastifyPluginAsync<SelectionApiOptions> = async (app, { service }) => {
+  const prefix = app.prefix;
   useJsonBodies(app);
   installErrorHandler(app);
-  installNotFound(app, ALL_ROUTES);
+  // Our 404 body for unknown paths under our prefix; at the root the 404 handler is the host's.
+  if (prefix !== '') installNotFound(app);
   app.setReplySerializer((payload) => stringifyJson(payload));
   const mount = (scope: FastifyInstance, def: RouteDef): void => {
-    scope.route({ method: def.method, url: def.url, handler: (req, reply) => run(def, service, req, reply) });
+    scope.route({ method: def.method, url: def.url, handler: (req, reply) => run(def, service, req, reply, prefix) });
   };
   for (const def of ALL_ROUTES) if (def.body !== 'ignored') mount(app, def);
   await app.register(async (scope) => {
     ignoreBodies(scope);
     for (const def of ALL_ROUTES) if (def.body === 'ignored') mount(scope, def);
+    for (const r of methodNotAllowedRoutes(ALL_ROUTES, scope.supportedMethods)) scope.route(r);
   });
 };
-// What fastify-plugin does: apply the parsers and handlers to the parent instead of a child scope.
-(selectionApi as unknown as Record<symbol, boolean>)[Symbol.for('skip-override')] = true;
 
-/** A server with the selection API mounted (not listening). */
+/** A server with the selection API mounted at the root (not listening). */
 export async function buildApp(service: ServiceApi, opts: ServerOptions = {}): Promise<FastifyInstance> {
   const app = createServer(opts);
   await app.register(selectionApi, { service });

@@ -1,8 +1,8 @@
 /**
- * The route table of the selection API (api §2): one row per route with its method, path, body
- * rule, success status, the schemas the OpenAPI document is generated from, and the handler.
- * The same table registers the routes (app.ts), tells 405 from 404 (not-found.ts) and writes
- * `/openapi.json` (openapi.ts), so the three cannot disagree.
+ * The route table of the selection API: one row per route with its method, path, body rule,
+ * success status, the schemas the OpenAPI document is generated from, and the handler. The same
+ * table registers the routes and the 405 answers of their paths (app.ts) and writes
+ * `/openapi.json` (openapi.ts), so they cannot disagree.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
@@ -14,8 +14,9 @@ import type { ServiceApi } from '../core/wire/types.js';
 import { jsonObjectBody } from './content-type.js';
 import { filterQuery, pathU64, selectOptions } from './request-input.js';
 import {
-  DumpResponseSchema, MetricsResponseSchema, ModelLoadResponseSchema, OverlapScoresResponseSchema, PeersResponseSchema, PotentialLoadSchema,
-  ReadyResponseSchema, ReservationResponseSchema, SelectResponseSchema, StatusOkSchema, WorkerRecordSchema,
+  BookingResponseSchema, DumpResponseSchema, MetricsResponseSchema, ModelLoadResponseSchema, OverlapScoresResponseSchema,
+  PeersResponseSchema, PotentialLoadSchema, ReadyResponseSchema, ReservationResponseSchema, SelectResponseSchema, StatusOkSchema,
+  WorkerPatchDocSchema, WorkerRecordSchema,
 } from './response-schemas.js';
 
 /** The methods the API uses (GET routes also answer HEAD). */
@@ -34,6 +35,8 @@ export interface Call {
   /** The JSON object body (routes with `body: 'json'`); read after the path, as axum extracts. */
   readonly body: Record<string, unknown>;
   params: Record<string, string>;
+  /** The prefix the API is mounted under (`''` at the root). */
+  prefix: string;
 }
 
 /** One route: how it is mounted, documented and run. */
@@ -47,10 +50,14 @@ export interface RouteDef {
   summary: string;
   request?: z.ZodType;
   response: z.ZodType;
-  /** The success body's media type when it is not JSON (the handler returns it as a string). */
-  responseType?: string;
-  /** Other statuses this route documents, e.g. `{ 404: 'worker not found' }`. */
+  /** Media type of the response body (default `application/json`). */
+  mediaType?: string;
+  /** Other statuses answered with the `response` body, e.g. `{ 503: 'not ready' }`. */
+  also?: Record<number, string>;
+  /** Error statuses this route documents besides the transport ones, e.g. `{ 404: 'worker not found' }` (body `{"error"}`; 429 adds `details`). */
   errors: Record<number, string>;
+  /** OpenAPI tag (default: the group of the first path segment). */
+  tag?: string;
   query?: boolean;
   policyClassHeader?: boolean;
   /** Runs the operation: returns the body (sent with `status`) or a {@link WithStatus}. */
@@ -58,10 +65,6 @@ export interface RouteDef {
 }
 
 const peerEndpoint = (body: Record<string, unknown>): string => parseBody(PeerRequestSchema, body).endpoint;
-
-// The patch schema reads every field as unknown (null = unchanged) before validating the present
-// ones; the document shows what those fields accept instead.
-const WorkerPatchDoc = WorkerRequestSchema.omit({ worker_id: true, model_name: true, routing_group: true }).partial();
 
 const workerId = (c: Call): bigint => pathU64('worker_id', c.params.worker_id);
 const NOT_READY = { 503: 'no schedulable worker (or shutting down)' };
@@ -74,7 +77,7 @@ export const ROUTES: readonly RouteDef[] = [
   { method: 'GET', url: '/workers', body: 'none', status: 200, summary: 'List workers, sorted by (model_name, routing_group, worker_id)',
     response: WorkerRecordSchema.array(), errors: {}, query: true, handle: (c) => c.service.listWorkers(filterQuery(c.req.query)) },
   { method: 'PATCH', url: '/workers/:worker_id', body: 'json', status: 200, summary: 'Update fields of a worker (null = unchanged)',
-    request: WorkerPatchDoc, response: WorkerRecordSchema, errors: { 400: 'worker_id is not a u64', 404: 'worker not found', 422: INPUT[422] },
+    request: WorkerPatchDocSchema, response: WorkerRecordSchema, errors: { 400: 'worker_id is not a u64', 404: 'worker not found', 422: INPUT[422] },
     handle: (c) => c.service.patchWorker(workerId(c), c.body as never) },
   { method: 'DELETE', url: '/workers/:worker_id', body: 'ignored', status: 200, summary: 'Remove a worker (its bookings are released)',
     response: WorkerRecordSchema, errors: { 400: 'worker_id is not a u64', 404: 'worker not found' },
@@ -82,13 +85,13 @@ export const ROUTES: readonly RouteDef[] = [
   { method: 'GET', url: '/health', body: 'none', status: 200, summary: 'Process liveness', response: StatusOkSchema, errors: {},
     handle: () => ({ status: 'ok' }) },
   { method: 'GET', url: '/ready', body: 'none', status: 200, summary: 'Readiness: 200 with a schedulable worker, else 503 (same body)',
-    response: ReadyResponseSchema, errors: { 503: 'not ready (body: ReadyResponse)' },
+    response: ReadyResponseSchema, also: { 503: 'not ready (same body)' }, errors: {},
     handle: (c) => { const r = c.service.ready(); return r.ready ? r : new WithStatus(503, r); } },
   { method: 'POST', url: '/select', body: 'json', status: 200, summary: 'Choose a worker without booking load', request: SelectRequestSchema,
     response: SelectResponseSchema, errors: { ...INPUT, 429: 'queue limit (body has details)', ...NOT_READY }, policyClassHeader: true,
     handle: (c) => c.service.select(c.body as never, selectOptions(c.req, c.reply)) },
   { method: 'POST', url: '/select_and_reserve', body: 'json', status: 200, summary: 'Choose a worker and book the request atomically',
-    request: SelectAndReserveRequestSchema, response: SelectResponseSchema,
+    request: SelectAndReserveRequestSchema, response: BookingResponseSchema,
     errors: { ...INPUT, 409: 'selection_id already reserved', 429: 'queue limit (body has details)', ...NOT_READY }, policyClassHeader: true,
     handle: (c) => c.service.selectAndReserve(c.body as never, selectOptions(c.req, c.reply)) },
   { method: 'POST', url: '/reservations', body: 'json', status: 201, summary: 'Book a selection (replay of a cached /select, or explicit with worker_id)',
@@ -115,7 +118,7 @@ export const ROUTES: readonly RouteDef[] = [
     response: DumpResponseSchema, errors: {}, handle: (c) => c.service.dump() },
   { method: 'POST', url: '/replica_sync/register_peer', body: 'json', status: 201, summary: 'Add a replica-sync peer (201 new, 200 known)',
     request: PeerRequestSchema, response: StatusOkSchema,
-    errors: { 200: 'already registered', 400: 'invalid ZMQ endpoint', 409: 'replica sync is disabled', 422: INPUT[422] },
+    also: { 200: 'already registered' }, errors: { 400: 'invalid ZMQ endpoint', 409: 'replica sync is disabled', 422: INPUT[422] },
     handle: (c) => {
       const { created } = c.service.registerReplicaPeer(peerEndpoint(c.body));
       return created ? { status: 'ok' } : new WithStatus(200, { status: 'ok' });
@@ -127,7 +130,7 @@ export const ROUTES: readonly RouteDef[] = [
   { method: 'GET', url: '/replica_sync/peers', body: 'none', status: 200, summary: 'Replica-sync peers, sorted',
     response: PeersResponseSchema, errors: {}, handle: (c) => c.service.listReplicaPeers() },
   { method: 'GET', url: '/metrics', body: 'none', status: 200, summary: 'Prometheus metrics (text exposition format)',
-    response: MetricsResponseSchema, responseType: 'text/plain', errors: {},
+    response: MetricsResponseSchema, mediaType: 'text/plain', errors: {},
     handle: async (c) => {
       const m = await c.service.metrics();
       c.reply.type(m.contentType);
@@ -136,9 +139,10 @@ export const ROUTES: readonly RouteDef[] = [
 ];
 
 /** Runs a route: body rule, handler, status. Thrown errors go to the one error handler. */
-export async function run(def: RouteDef, service: ServiceApi, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+export async function run(def: RouteDef, service: ServiceApi, req: FastifyRequest, reply: FastifyReply, prefix = ''): Promise<unknown> {
+  if (def.mediaType) reply.type(def.mediaType);
   const out = await def.handle({
-    service, req, reply, params: (req.params ?? {}) as Record<string, string>,
+    service, req, reply, prefix, params: (req.params ?? {}) as Record<string, string>,
     get body() { return def.body === 'json' ? jsonObjectBody(req) : {}; },
   });
   if (out instanceof WithStatus) {

@@ -6,29 +6,41 @@
 import type { SelectionCore } from '../core/core.js';
 import { TRACE_BLOCK_TOKENS } from './trace.js';
 import type { EngineParams } from './engine.js';
+import { DEFAULT_PROFILE, perfProfile, type StepCost } from './perf-model.js';
 
 /** Model and routing group of the simulated partition. */
 export const SIM_MODEL = 'sim-model';
 export const SIM_GROUP = 'default';
 
-export interface FleetConfig extends EngineParams {
+export interface FleetConfig extends Omit<EngineParams, 'cost'> {
   workers: number;
   /** Data-parallel ranks per worker (each rank is an engine with its own cache). */
   dpRanks: number;
-  /** Each worker's `max_num_batched_tokens` (the router queue's busy threshold scales it). */
-  maxBatchedTokens: number;
+  /** Step-time profile (perf-model.ts) of every rank. */
+  profile: string;
+  /** Coefficients replacing the profile's (tests, what-if runs). */
+  stepCost?: Partial<StepCost>;
 }
 
 /**
  * Defaults: 8 workers of one rank, block size 512 (the trace's own granularity: finer blocks add
- * no information, only work), 1,024 blocks (524,288 tokens) of KV per rank — about what an
- * 8B model leaves free on an 80 GB GPU — prefill 20,000 tokens/s, decode 50 tokens/s per request
- * and up to 64 running requests per rank; `max_num_batched_tokens` 16,384.
+ * no information, only work), 1,024 blocks (524,288 tokens) of KV per rank — what
+ * Llama-3.1-8B leaves free on an 80 GB GPU (BLIS records 29,205 vLLM blocks of 16 tokens,
+ * 467,280 tokens, at TP1) — the Llama-3.1-8B / H100 step profile, up to 64 running requests per
+ * rank (max_num_seqs) and a step budget (max_num_batched_tokens) of 16,384 tokens.
  */
 export const DEFAULT_FLEET: Readonly<FleetConfig> = Object.freeze({
   workers: 8, dpRanks: 1, blockSize: TRACE_BLOCK_TOKENS, capacityBlocks: 1024,
-  prefillTokensPerSec: 20_000, decodeTokensPerSec: 50, maxConcurrent: 64, maxBatchedTokens: 16_384,
+  maxConcurrent: 64, maxBatchedTokens: 16_384, profile: DEFAULT_PROFILE,
 });
+
+/** The engine parameters of a fleet's ranks (the profile's step cost, with any overrides). */
+export function engineParams(f: FleetConfig): EngineParams {
+  return {
+    blockSize: f.blockSize, capacityBlocks: f.capacityBlocks, maxConcurrent: f.maxConcurrent, maxBatchedTokens: f.maxBatchedTokens,
+    cost: overDefaults(perfProfile(f.profile).cost, f.stepCost),
+  };
+}
 
 /** `defaults` with the keys `o` defines (an `undefined` value keeps the default). */
 export function overDefaults<T extends object>(defaults: Readonly<T>, o: Partial<T> = {}): T {
@@ -48,7 +60,7 @@ export function fleetConfig(o: Partial<FleetConfig> = {}): FleetConfig {
     capacityBlocks: o.capacityBlocks ?? (DEFAULT_FLEET.capacityBlocks * DEFAULT_FLEET.blockSize) / blockSize,
   };
   const bad: string[] = [];
-  const int = (k: keyof FleetConfig, min: number): void => {
+  const int = (k: 'workers' | 'dpRanks' | 'blockSize' | 'maxConcurrent' | 'maxBatchedTokens', min: number): void => {
     const v = f[k];
     if (!(Number.isInteger(v) && v >= min)) bad.push(`${k} must be an integer >= ${min} (got ${v})`);
   };
@@ -56,8 +68,9 @@ export function fleetConfig(o: Partial<FleetConfig> = {}): FleetConfig {
   if (!(f.capacityBlocks >= 1) || (Number.isFinite(f.capacityBlocks) && !Number.isInteger(f.capacityBlocks))) {
     bad.push(`capacityBlocks must be an integer >= 1 or Infinity (got ${f.capacityBlocks})`);
   }
-  for (const k of ['prefillTokensPerSec', 'decodeTokensPerSec'] as const) {
-    if (!(Number.isFinite(f[k]) && f[k] > 0)) bad.push(`${k} must be a positive number (got ${f[k]})`);
+  try { perfProfile(f.profile); } catch (err) { bad.push((err as Error).message); }
+  for (const [k, v] of Object.entries(f.stepCost ?? {}) as [string, number][]) {
+    if (!(Number.isFinite(v) && v >= 0)) bad.push(`stepCost.${k} must be a number >= 0 (got ${v})`);
   }
   if (TRACE_BLOCK_TOKENS % f.blockSize !== 0) bad.push(`blockSize must divide ${TRACE_BLOCK_TOKENS} (got ${f.blockSize})`);
   if (bad.length > 0) throw new Error(`invalid fleet: ${bad.join('; ')}`);

@@ -6,10 +6,12 @@ export { parseTrace, sessionOf, headLines, TRACE_BLOCK_TOKENS } from './trace.js
 export type { Trace, ParseTraceOptions } from './trace.js';
 export { BlockIds } from './block-ids.js';
 export { VirtualClock, EventQueue } from './event-queue.js';
-export { PrefixCache } from './prefix-cache.js';
-export { SimEngine } from './engine.js';
-export type { EngineParams, SimRequest, KvEventSink, EngineHooks } from './engine.js';
-export { DEFAULT_FLEET, fleetConfig, registerFleet, workerIds, SIM_MODEL, SIM_GROUP } from './fleet.js';
+export { KvCache } from './kv-cache.js';
+export { SimEngine, newRequest } from './engine.js';
+export type { EngineParams, SimRequest, KvEventSink, EngineHooks, EngineCounters } from './engine.js';
+export { PERF_PROFILES, DEFAULT_PROFILE, perfProfile, stepMs } from './perf-model.js';
+export type { StepCost, PerfProfile } from './perf-model.js';
+export { DEFAULT_FLEET, fleetConfig, engineParams, registerFleet, workerIds, SIM_MODEL, SIM_GROUP } from './fleet.js';
 export type { FleetConfig } from './fleet.js';
 export { POLICY_KINDS, parsePolicies, policySetup, minCostPicker, leastLoadedScorer } from './policies.js';
 export type { PolicyKind, PolicySpec, CostKnobs, PolicySetup } from './policies.js';

@@ -3,7 +3,7 @@
  * end-to-end latency, queue wait), periodic samples of every rank's active tokens and of the
  * hit rate, and the summary the CLI table, the JSON output and the page show.
  */
-import type { SimRequest } from './engine.js';
+import type { EngineCounters, SimRequest } from './engine.js';
 
 /** Nearest-rank percentiles and the mean, ms. */
 export interface Percentiles { p50: number; p90: number; p99: number; mean: number }
@@ -30,6 +30,15 @@ export interface PolicyMetrics {
   load_imbalance: { mean: number; p90: number; max: number };
   stored_blocks: number;
   evicted_blocks: number;
+  /** Engine work, summed over ranks: steps, tokens computed in prefill chunks (recompute included), recompute, tokens sampled. */
+  steps: number;
+  prefill_tokens: number;
+  recomputed_tokens: number;
+  decode_tokens: number;
+  /** Running requests preempted for lack of KV blocks (they recompute later). */
+  preemptions: number;
+  /** Busy time over makespan, averaged over ranks. */
+  utilization: number;
   /** KV events the index applied differently from the engine's own view (0 = consistent). */
   index_mismatches: number;
   per_rank: { worker_id: number; dp_rank: number; requests: number; hit_rate: number }[];
@@ -123,7 +132,7 @@ export class MetricsRecorder {
   }
 
   /** The summary; `extra` carries the event counters of the run. */
-  summary(extra: { stored: number; evicted: number; mismatches: number; wallMs: number }): PolicyMetrics {
+  summary(extra: { stored: number; evicted: number; mismatches: number; wallMs: number; engines: readonly EngineCounters[] }): PolicyMetrics {
     const t = this.totals;
     const span = Math.max(1e-9, (this.last - this.first) / 1000);
     const counts = new Array<number>(TTFT_EDGES_MS.length + 1).fill(0);
@@ -146,6 +155,7 @@ export class MetricsRecorder {
       throughput: { requests_per_s: this.done / span, input_tokens_per_s: t.input / span, output_tokens_per_s: t.output / span },
       load_imbalance: { mean: imb.mean, p90: imb.p90, max: ratios.length > 0 ? ratios[ratios.length - 1] : 0 },
       stored_blocks: extra.stored, evicted_blocks: extra.evicted, index_mismatches: extra.mismatches,
+      ...engineTotals(extra.engines, span),
       per_rank: this.ranks.map((r, i) => ({
         worker_id: Number(r.workerId), dp_rank: r.dpRank, requests: this.rankStats[i].requests,
         hit_rate: this.rankStats[i].input > 0 ? this.rankStats[i].cached / this.rankStats[i].input : 0,
@@ -155,4 +165,15 @@ export class MetricsRecorder {
       wall_ms: extra.wallMs,
     };
   }
+}
+
+/** Engine counters summed over ranks. */
+function engineTotals(engines: readonly EngineCounters[], spanS: number): Pick<PolicyMetrics,
+  'steps' | 'prefill_tokens' | 'recomputed_tokens' | 'decode_tokens' | 'preemptions' | 'utilization'> {
+  const sum = (f: (e: EngineCounters) => number): number => engines.reduce((s, e) => s + f(e), 0);
+  return {
+    steps: sum((e) => e.steps), prefill_tokens: sum((e) => e.prefillTokens), recomputed_tokens: sum((e) => e.recomputedTokens),
+    decode_tokens: sum((e) => e.decodeTokens), preemptions: sum((e) => e.preemptions),
+    utilization: engines.length > 0 ? sum((e) => e.busyMs) / 1000 / spanS / engines.length : 0,
+  };
 }

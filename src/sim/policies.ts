@@ -2,7 +2,9 @@
  * The routing policies a simulation compares, and how each becomes a SelectionCore setup.
  *
  * `kv` is the core's built-in default selector (algorithms §5), tuned through the router
- * configuration (`overlap_score_credit`, `prefill_load_scale`, `router_temperature`). Every other
+ * configuration (`overlap_score_credit`, `prefill_load_scale`, `router_temperature`); `ttft` is
+ * the core's time-to-first-token policy (`--routing-policy ttft`, select/ttft.ts) with its
+ * parameters (`prior_tokens_per_sec`, `decode_weight`, ...). Every other
  * policy goes through the one custom-policy mechanism of the core (api §10: filters → scorers →
  * picker, registered by type name and chosen with `DYN_ROUTER_WORKER_SELECTION_POLICY`): round
  * robin and random are pickers, least loaded and a user-written scorer are scorers. Session
@@ -15,9 +17,10 @@ import { PolicyRegistry, WorkerInputs, type PolicyFactory, type WorkerPicker, ty
 import { pickByCost } from '../core/select/selector.js';
 import type { SessionAffinityConfig } from '../core/options.js';
 import { EXAMPLE_SCORER, compileScorer } from './custom-scorer.js';
+import { TTFT_DEFAULTS, ttftParams } from '../core/select/routing-policy.js';
 
 /** Policy kinds. */
-export const POLICY_KINDS = ['kv', 'round_robin', 'random', 'least_loaded', 'session_affinity', 'custom'] as const;
+export const POLICY_KINDS = ['kv', 'ttft', 'round_robin', 'random', 'least_loaded', 'session_affinity', 'custom'] as const;
 export type PolicyKind = (typeof POLICY_KINDS)[number];
 
 /** One policy of a comparison. */
@@ -32,7 +35,7 @@ export interface PolicySpec {
 /** Default cost knobs every kv-based policy starts from (CLI flags / page fields set them). */
 export interface CostKnobs { overlapScoreCredit: number; prefillLoadScale: number; routerTemperature: number }
 
-const PARAM_NAMES = new Set(['overlap_score_credit', 'prefill_load_scale', 'router_temperature', 'ttl_secs', 'soft']);
+const PARAM_NAMES = new Set(['overlap_score_credit', 'prefill_load_scale', 'router_temperature', 'ttl_secs', 'soft', ...Object.keys(TTFT_DEFAULTS)]);
 
 /** Parse `kv,round_robin,kv:overlap_score_credit=0.5`; throws an Error naming a bad entry. */
 export function parsePolicies(list: string): PolicySpec[] {
@@ -88,6 +91,11 @@ export function policySetup(spec: PolicySpec, o: SetupOptions): PolicySetup {
     routerTemperature: p.router_temperature ?? o.knobs.routerTemperature,
   };
   if (spec.kind === 'kv') return { overrides: { ...knobs } };
+  // the core's own ttft policy (--routing-policy ttft), its parameters in the same syntax
+  if (spec.kind === 'ttft') {
+    const params = ttftParams(Object.fromEntries(Object.entries(p).filter(([k]) => k in TTFT_DEFAULTS)));
+    return { overrides: { routingPolicy: ['ttft', ...Object.entries(spec.params).filter(([k]) => k in params).map(([k, v]) => `${k}=${v}`)].join(':') } };
+  }
   // the default cost routed through the core's own binding tables: `ttl_secs` (default 300),
   // `soft=1` for soft mode; sessions are the trace's conversations
   if (spec.kind === 'session_affinity') {

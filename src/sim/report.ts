@@ -22,6 +22,7 @@ export const REPORT_COLUMNS: readonly [string, (m: PolicyMetrics) => string][] =
   ['out tok/s', (m) => num(m.throughput.output_tokens_per_s, 0)],
   ['imbalance', (m) => num(m.load_imbalance.mean, 2)],
   ['evicted', (m) => String(m.evicted_blocks)],
+  ['preempt', (m) => String(m.preemptions)],
   ['wall', (m) => ms(m.wall_ms)],
 ];
 
@@ -30,7 +31,7 @@ export function formatReport(r: SimulationResult): string {
   const f = r.fleet;
   const cap = Number.isFinite(f.capacityBlocks) ? `${f.capacityBlocks} blocks` : 'unbounded';
   const head = `${r.requests} requests, ${f.workers} workers x ${f.dpRanks} rank(s), block ${f.blockSize}, KV ${cap}/rank, `
-    + `prefill ${f.prefillTokensPerSec} tok/s, decode ${f.decodeTokensPerSec} tok/s/req, max ${f.maxConcurrent} running, `
+    + `profile ${f.profile}${f.stepCost ? ' (modified)' : ''}, max ${f.maxConcurrent} running, ${f.maxBatchedTokens} tokens/step, `
     + `speed x${r.speed}, seed ${r.seed}`;
   const rows = [REPORT_COLUMNS.map(([h]) => h), ...r.policies.map((m) => REPORT_COLUMNS.map(([, f]) => f(m)))];
   const widths = REPORT_COLUMNS.map((_, c) => Math.max(...rows.map((row) => row[c].length)));
@@ -41,4 +42,28 @@ export function formatReport(r: SimulationResult): string {
 /** The result as JSON-ready data (Infinity capacity as null). */
 export function reportJson(r: SimulationResult): unknown {
   return { ...r, fleet: { ...r.fleet, capacityBlocks: Number.isFinite(r.fleet.capacityBlocks) ? r.fleet.capacityBlocks : null } };
+}
+
+/** Numeric columns of the CSV export (ms for times). */
+const CSV_COLUMNS: readonly [string, (m: PolicyMetrics) => number][] = [
+  ['hit_rate', (m) => m.hit_rate], ['block_hit_rate', (m) => m.block_hit_rate],
+  ['ttft_p50_ms', (m) => m.ttft_ms.p50], ['ttft_p90_ms', (m) => m.ttft_ms.p90], ['ttft_p99_ms', (m) => m.ttft_ms.p99], ['ttft_mean_ms', (m) => m.ttft_ms.mean],
+  ['e2e_p50_ms', (m) => m.e2e_ms.p50], ['e2e_p90_ms', (m) => m.e2e_ms.p90], ['e2e_p99_ms', (m) => m.e2e_ms.p99],
+  ['wait_p50_ms', (m) => m.queue_wait_ms.p50], ['wait_p99_ms', (m) => m.queue_wait_ms.p99], ['router_wait_p99_ms', (m) => m.router_wait_ms.p99],
+  ['requests_per_s', (m) => m.throughput.requests_per_s], ['output_tokens_per_s', (m) => m.throughput.output_tokens_per_s],
+  ['load_imbalance', (m) => m.load_imbalance.mean], ['evicted_blocks', (m) => m.evicted_blocks], ['preemptions', (m) => m.preemptions],
+  ['requests', (m) => m.requests],
+];
+
+const csvCell = (s: string): string => (/[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s);
+
+/**
+ * The results as CSV, one row per policy (and per swept value, first column named after the
+ * knob, when `knob` is given).
+ */
+export function resultsCsv(runs: readonly { value?: number; result: SimulationResult }[], knob?: string): string {
+  const head = [...(knob ? [knob] : []), 'policy', ...CSV_COLUMNS.map(([h]) => h)];
+  const rows = runs.flatMap(({ value, result }) => result.policies.map((m) =>
+    [...(knob ? [String(value)] : []), csvCell(m.policy), ...CSV_COLUMNS.map(([, f]) => String(Number(f(m).toPrecision(6))))]));
+  return [head, ...rows].map((r) => r.join(',')).join('\n') + '\n';
 }

@@ -14,8 +14,8 @@ import { parseRouterConfig, queueingEnabled } from '../core/config/config.js';
 import type { WorkerScorer } from '../core/select/policy.js';
 import { BlockIds } from './block-ids.js';
 import { EventQueue, VirtualClock } from './event-queue.js';
-import { SimEngine, type EngineHooks } from './engine.js';
-import { SIM_GROUP, SIM_MODEL, fleetConfig, overDefaults, registerFleet, type FleetConfig } from './fleet.js';
+import { SimEngine, newRequest, type EngineHooks } from './engine.js';
+import { SIM_GROUP, SIM_MODEL, engineParams, fleetConfig, overDefaults, registerFleet, type FleetConfig } from './fleet.js';
 import { IndexSink } from './index-sink.js';
 import { MetricsRecorder, type PolicyMetrics } from './metrics.js';
 import { parsePolicies, policySetup, type CostKnobs, type PolicySpec } from './policies.js';
@@ -45,6 +45,8 @@ export interface SimulationOptions {
   onProgress?(p: SimProgress): void;
   /** Requests between progress reports (default 500). */
   progressEvery?: number;
+  /** Run decode-only stretches as one event (default true; false steps one by one, with the same results). */
+  fastPath?: boolean;
 }
 
 export interface SimulationResult {
@@ -68,11 +70,25 @@ export async function simulate(trace: Trace, o: SimulationOptions = {}): Promise
   const speed = o.speed ?? 1;
   if (!(speed > 0 && Number.isFinite(speed))) throw new Error(`speed must be a positive number (got ${speed})`);
   const ids = new BlockIds(trace, fleet.blockSize);
+  checkFits(trace, ids, fleet);
   const out: PolicyMetrics[] = [];
   for (let k = 0; k < specs.length; k++) {
     out.push(await runOne(trace, ids, fleet, specs[k], { ...o, speed, index: k, count: specs.length }));
   }
   return { fleet, seed: o.seed ?? 0, speed, requests: trace.length, policies: out };
+}
+
+/** Every request must fit one rank's KV memory on its own (vLLM rejects longer ones at admission). */
+function checkFits(trace: Trace, ids: BlockIds, fleet: FleetConfig): void {
+  let worst = 0, at = 0;
+  for (let i = 0; i < trace.length; i++) {
+    const isl = ids.isl(i);
+    const blocks = Math.ceil(Math.max(isl, isl + trace.outputLength[i] - 1) / fleet.blockSize);
+    if (blocks > worst) { worst = blocks; at = i; }
+  }
+  if (worst > fleet.capacityBlocks) {
+    throw new Error(`request ${at} needs ${worst} KV blocks, more than a rank's ${fleet.capacityBlocks}: raise capacityBlocks`);
+  }
 }
 
 interface RunOptions extends SimulationOptions { speed: number; index: number; count: number }
@@ -106,7 +122,9 @@ async function runOne(trace: Trace, ids: BlockIds, fleet: FleetConfig, spec: Pol
       outputBlock: (r) => { core.addOutputBlock(r.id, {}); },
       finished: (r) => { core.freeReservation(r.id); rec.finished(r); inFlight--; },
     };
-    const engines = ranks.map((r) => new SimEngine(r.workerId, r.dpRank, fleet, events, sink, hooks));
+    const params = engineParams(fleet);
+    const engines = ranks.map((r, k) => new SimEngine(r.workerId, r.dpRank, params, events, sink, hooks, k));
+    for (const e of engines) e.fastPath = o.fastPath ?? true;
 
     const n = trace.length;
     const duration = n > 0 ? trace.timestamps[n - 1] / o.speed : 0;
@@ -132,10 +150,7 @@ async function runOne(trace: Trace, ids: BlockIds, fleet: FleetConfig, spec: Pol
         selecting--;
         const rank = rankOf.get(`${res.worker_id}:${res.dp_rank}`) as number;
         reqRank[i] = rank;
-        engines[rank].arrive({
-          index: i, id: `r${i}`, isl, osl, keys, arrival, routed: clock.t,
-          prefillStart: 0, prefillEnd: 0, end: 0, cachedBlocks: 0, cachedTokens: 0, outputBlocks: 0,
-        });
+        engines[rank].arrive(newRequest(i, isl, osl, keys, arrival, clock.t));
       }, (err: unknown) => { failure ??= err; });
     };
     const every = o.progressEvery ?? 500;
@@ -157,7 +172,9 @@ async function runOne(trace: Trace, ids: BlockIds, fleet: FleetConfig, spec: Pol
     }
     sample();
     const evicted = engines.reduce((s, e) => s + e.cache.evicted, 0);
-    return rec.summary({ stored: sink.storedBlocks, evicted, mismatches: sink.mismatches, wallMs: performance.now() - wall0 });
+    return rec.summary({
+      stored: sink.storedBlocks, evicted, mismatches: sink.mismatches, wallMs: performance.now() - wall0, engines: engines.map((e) => e.counters),
+    });
   } finally {
     core.shutdown();
     for (const p of core.partitionList()) p.destroy();

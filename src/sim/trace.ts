@@ -25,8 +25,10 @@ export interface Trace {
 
 /** Options of {@link parseTrace}. */
 export interface ParseTraceOptions {
-  /** Keep only the first `limit` requests. */
+  /** Keep only the first `limit` requests (after `offset`). */
   limit?: number;
+  /** Drop the first `offset` requests; the rest start at time 0 (a held-out part of a trace). */
+  offset?: number;
 }
 
 interface RawLine { timestamp?: unknown; input_length?: unknown; output_length?: unknown; hash_ids?: unknown }
@@ -38,7 +40,8 @@ const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isI
  * line number. Requests are sorted by timestamp (stable), as the trace is a replay order.
  */
 export function parseTrace(text: string, opts: ParseTraceOptions = {}): Trace {
-  const limit = opts.limit ?? Infinity;
+  const offset = opts.offset ?? 0;
+  const limit = offset + (opts.limit ?? Infinity);
   const rows: { t: number; i: number; o: number; ids: number[] }[] = [];
   let start = 0;
   let lineNo = 0;
@@ -64,6 +67,11 @@ export function parseTrace(text: string, opts: ParseTraceOptions = {}): Trace {
     rows.push({ t: j.timestamp, i: j.input_length, o: j.output_length, ids: ids as number[] });
   }
   rows.sort((a, b) => a.t - b.t);
+  if (offset > 0) {
+    rows.splice(0, offset);
+    const t0 = rows.length > 0 ? rows[0].t : 0;
+    for (const r of rows) r.t -= t0;
+  }
   const n = rows.length;
   const offsets = new Int32Array(n + 1);
   for (let k = 0; k < n; k++) offsets[k + 1] = offsets[k] + rows[k].ids.length;

@@ -1,12 +1,14 @@
 /**
  * Real `select-service` processes for multi-replica tests: spawns the built CLI
  * (build/dist/src/cli.js) on 127.0.0.1 with `--port 0`, reads the bound address from Fastify's
- * "Server listening at" log line, and offers a small JSON client (u64-exact parse).
+ * "Server listening at" log line, and offers a small JSON client (u64-exact parse) whose every
+ * response is checked against the OpenAPI document (openapi-check.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseJson, stringifyJson } from '../../src/core/wire/json.js';
+import { checkResponse } from './openapi-check.js';
 
 // compiled to build/dist/test/support/: four levels up is the project root
 const root = join(dirname(fileURLToPath(import.meta.url)), '../../../..');
@@ -50,6 +52,7 @@ export function startService(args: string[], env: Record<string, string> = {}, t
             body: body === undefined ? undefined : stringifyJson(body),
           });
           const text = await res.text();
+          checkResponse({ method, url: path, status: res.status, contentType: res.headers.get('content-type'), text, allow: res.headers.get('allow') });
           return { status: res.status, body: text ? parseJson(text) : undefined };
         },
         async stop() { child.kill('SIGTERM'); return exited; },

@@ -7,7 +7,9 @@ import uuid
 from typing import TYPE_CHECKING, Any, Optional, Union, cast
 
 from .errors import SelectServiceError
-from .types import ReservationRequest, ReservationResponse, SelectAndReserveRequest, SelectRequest, SelectResponse
+from .types import (
+    BookingResponse, ReservationRequest, ReservationResponse, SelectAndReserveRequest, SelectRequest, SelectResponse,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .client import SelectServiceClient
@@ -51,7 +53,7 @@ class Booking:
         self.policy_class = policy_class
         self.atomic = atomic
         self.timeout = timeout
-        self.selection: Optional[SelectResponse] = None
+        self.selection: Optional[Union[SelectResponse, BookingResponse]] = None
         self.reservation: Optional[ReservationResponse] = None
         # "select_and_reserve", "replay" or "explicit" once booked
         self.reserved_by: Optional[str] = None
@@ -63,7 +65,7 @@ class Booking:
     def selection_id(self) -> str:
         return str(self.request.selection_id)
 
-    def _chosen(self) -> SelectResponse:
+    def _chosen(self) -> Union[SelectResponse, BookingResponse]:
         if self.selection is None:
             raise RuntimeError("no selection yet: use the booking as a context manager or call start()")
         return self.selection

@@ -12,7 +12,7 @@ from .booking import Booking
 from .errors import SelectServiceError
 from .types import (
     DumpPartition, ModelLoad, OverlapScores, PotentialLoad, PromptQuery, ReadyResponse, ReservationRequest,
-    ReservationResponse, SelectAndReserveRequest, SelectRequest, SelectResponse, WorkerPatch, WorkerRecord,
+    BookingResponse, ReservationResponse, SelectAndReserveRequest, SelectRequest, SelectResponse, WorkerPatch, WorkerRecord,
     WorkerRequest,
 )
 from .version import __version__
@@ -195,10 +195,10 @@ class SelectServiceClient:
 
     def select_and_reserve(self, request: Union[SelectAndReserveRequest, Mapping[str, Any], None] = None, *,
                            policy_class: Optional[str] = None, timeout: Optional[float] = None,
-                           **fields: Any) -> SelectResponse:
+                           **fields: Any) -> BookingResponse:
         """``POST /select_and_reserve``: chooses and books atomically (409 for a live ``selection_id``)."""
         body = _body(SelectAndReserveRequest, request, fields)
-        return self._typed(SelectResponse, "POST", "/select_and_reserve", body,
+        return self._typed(BookingResponse, "POST", "/select_and_reserve", body,
                            headers=self._select_headers(policy_class), timeout=timeout)
 
     # ---- reservations --------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 from ._wire import Wire
 
@@ -216,7 +216,7 @@ class ReservationRequest(PromptQuery, _SelectionId):
         return cls(selection_id=selection_id, model_name=model_name, routing_group=routing_group)
 
     @classmethod
-    def explicit(cls, request: SelectAndReserveRequest, selection: "SelectResponse",
+    def explicit(cls, request: SelectAndReserveRequest, selection: "Union[SelectResponse, BookingResponse]",
                  selection_id: Optional[str] = None) -> "ReservationRequest":
         """The explicit form: the chosen worker rank and the same prompt as the selection.
 
@@ -361,14 +361,9 @@ class KvHint(Wire):
 
 
 @dataclass
-class SelectResponse(Wire):
-    """``POST /select`` and ``POST /select_and_reserve``.
-
-    ``sequence_hashes`` (signed i64), ``isl_tokens`` and ``track_prefill_tokens`` come only from
-    ``/select_and_reserve``; ``worker_load`` only from an advisory select; ``kv_hint`` only from
-    bookings when another worker can serve the prefix; ``decode_busy`` only with the decode-busy
-    threshold configured.
-    """
+class _Selection(Wire):
+    """What ``POST /select`` and ``POST /select_and_reserve`` both answer: the chosen worker rank
+    and its overlap. ``decode_busy`` only with the decode-busy threshold configured."""
 
     model_name: str
     routing_group: str
@@ -380,11 +375,26 @@ class SelectResponse(Wire):
     effective_prefill_tokens: int
     potential_decode_blocks: int
     selection_id: Optional[str] = None
+    decode_busy: Optional[bool] = None
+
+
+@dataclass
+class SelectResponse(_Selection):
+    """``POST /select``: the chosen worker, nothing booked. ``selection_id`` is echoed when the
+    request had one; ``worker_load`` only from an advisory select."""
+
+    worker_load: Optional[WorkerLoad] = None
+    extra: Dict[str, Any] = _extra()
+
+
+@dataclass
+class BookingResponse(_Selection):
+    """``POST /select_and_reserve``: the chosen worker and its booking. ``sequence_hashes`` are the
+    booked tracking hashes as signed i64; ``kv_hint`` only when another worker can serve the prefix."""
+
     sequence_hashes: Optional[List[int]] = None
     isl_tokens: Optional[int] = None
     track_prefill_tokens: Optional[bool] = None
-    decode_busy: Optional[bool] = None
-    worker_load: Optional[WorkerLoad] = None
     kv_hint: Optional[KvHint] = None
     extra: Dict[str, Any] = _extra()
 
@@ -405,10 +415,6 @@ class ReservationResponse(Wire):
     dp_rank: int
     endpoint: str
     extra: Dict[str, Any] = _extra()
-
-
-BookingResponse = ReservationResponse
-"""The body of a booking made with ``POST /reservations``."""
 
 
 # ---- loads and overlap -------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from _support import SERVICE_URL, needs, toks, unique, unique_id
 from select_service_client import (
     I64_MIN, U64_MAX, AffinityTarget, ModelLoad, OverlapScores, PinnedWorker, PotentialLoad, PromptQuery, ReadyResponse,
     ReservationRequest, ReservationResponse, RouterConfigOverride, RoutingConstraints, SelectAndReserveRequest,
-    SelectRequest, SelectResponse, SelectServiceClient, SelectServiceError, SessionContext, WorkerPatch, WorkerRecord,
+    BookingResponse, SelectRequest, SelectResponse, SelectServiceClient, SelectServiceError, SessionContext, WorkerPatch, WorkerRecord,
     WorkerRequest, to_u64,
 )
 from select_service_client._wire import Wire
@@ -126,7 +126,8 @@ class Selection(ServiceTest):
         sel = self.client.select(model_name=self.model, selection_id=sid, token_ids=toks(8), expected_output_tokens=16)
         self.assertEqual((sel.selection_id, sel.worker_id, sel.dp_rank, sel.endpoint), (sid, rec.worker_id, 0, rec.endpoint))
         self.assertEqual(sel.overlap.dp, {"0": 0})
-        self.assertIsNone(sel.sequence_hashes, "only bookings echo sequence_hashes")
+        self.assertNotIn("sequence_hashes", sel.extra, "only bookings echo sequence_hashes")
+        self.assertFalse(hasattr(sel, "sequence_hashes"))
         self.assertEqual(self.active(), [0], "select books nothing")
 
         booked = self.client.create_reservation(ReservationRequest.replay(sid, self.model))
@@ -233,7 +234,7 @@ TYPED_ROUTES: List[Tuple[str, str, Optional[Type[Wire]], Type[Wire]]] = [
     ("/workers/{worker_id}", "delete", None, WorkerRecord),
     ("/ready", "get", None, ReadyResponse),
     ("/select", "post", SelectRequest, SelectResponse),
-    ("/select_and_reserve", "post", SelectAndReserveRequest, SelectResponse),
+    ("/select_and_reserve", "post", SelectAndReserveRequest, BookingResponse),
     ("/reservations", "post", ReservationRequest, ReservationResponse),
     ("/loads", "get", None, ModelLoad),
     ("/potential_loads", "post", PromptQuery, PotentialLoad),

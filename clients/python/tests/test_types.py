@@ -9,7 +9,7 @@ import _support  # noqa: F401  (puts the package on sys.path)
 
 from select_service_client import (
     I64_MIN, U64_MAX, DumpPartition, KvHint, MmRoutingInfo, PinnedWorker, ReservationRequest, RouterConfigOverride,
-    SelectRequest, SelectResponse, SessionContext, WorkerPatch, WorkerRecord, WorkerRequest, to_i64, to_u64,
+    BookingResponse, SelectRequest, SelectResponse, SessionContext, WorkerPatch, WorkerRecord, WorkerRequest, to_i64, to_u64,
 )
 
 SELECTION = {
@@ -37,7 +37,7 @@ class U64(unittest.TestCase):
                 to_i64(bad)
 
     def test_json_keeps_every_digit(self) -> None:
-        sel = SelectResponse.from_dict(json.loads(json.dumps(SELECTION)))
+        sel = BookingResponse.from_dict(json.loads(json.dumps(SELECTION)))
         self.assertEqual(sel.worker_id, U64_MAX)
         self.assertIsInstance(sel.worker_id, int)
         self.assertEqual(sel.sequence_hashes_u64, [U64_MAX, 0, 1 << 63])
@@ -87,7 +87,7 @@ class Decoding(unittest.TestCase):
         })
         self.assertEqual(hint.actions[0].payload.block_hashes, [U64_MAX, 1])  # type: ignore[union-attr]
         self.assertEqual(hint.actions[0].payload.source_control_endpoint, "tcp://w1:7000")  # type: ignore[union-attr]
-        sel = SelectResponse.from_dict({**SELECTION, "kv_hint": hint.to_dict()})
+        sel = BookingResponse.from_dict({**SELECTION, "kv_hint": hint.to_dict()})
         self.assertEqual(sel.kv_hint, hint)
 
     def test_dump_event_kinds(self) -> None:

@@ -4,7 +4,8 @@
  * replica-sync admission event), the kv_hint of a booking, and generated selection ids.
  */
 import { SelectionError, shuttingDown } from '../errors.js';
-import { buildKvHint, hintCapable, type KvHint } from './hints.js';
+import { buildKvHint, hintCapable } from './hints.js';
+import type { KvHint } from '../wire/types.js';
 import type { SelectAndReserveRequest } from '../wire/schemas.js';
 import type { WorkerEntry } from '../catalog/catalog.js';
 import type { Partition } from '../catalog/partition.js';

@@ -6,13 +6,7 @@
 import type { WorkerEntry } from '../catalog/catalog.js';
 import { ranksOf } from '../catalog/catalog.js';
 import type { KvIndex } from '../index/kv-index.js';
-
-/** The versioned envelope (u64 block hashes stay bigint). */
-export interface KvHint {
-  protocol_version: '0.1';
-  message_id: string;
-  actions: { action_id: string; action_type: 'kv.fetch'; action_version: '1.0'; payload: { source_control_endpoint: string; block_hashes: bigint[] } }[];
-}
+import type { KvHint } from '../wire/types.js';
 
 /** Whether any worker of the partition can consume hints. */
 export const hintCapable = (workers: Iterable<WorkerEntry>): boolean => {

@@ -15,7 +15,10 @@ import { FilterQuerySchema, WorkerPatchSchema, WorkerRequestSchema, parseBody, t
 import type { Lifecycle, ReadyResponse, WorkerRecord } from '../wire/types.js';
 import type { IndexFeed } from '../index/feed.js';
 import { policyConfigQueues, resolveProfile, type RouterPolicyConfig } from '../select/policy-config.js';
-import type { PolicyRegistry } from '../select/policy.js';
+import type { PolicyRegistry, WorkerSelectionPolicy } from '../select/policy.js';
+import { parseRoutingPolicy } from '../select/routing-policy.js';
+import { createTtftPolicy } from '../select/ttft.js';
+import type { PrefillRates } from '../load/prefill-rate.js';
 import { AdmissionQueue, type Waiter } from '../select/queue.js';
 import { SessionAffinityTable } from '../booking/affinity.js';
 import type { CoreHooks, CoreOptions, SessionAffinityConfig } from '../options.js';
@@ -255,8 +258,10 @@ export abstract class WorkerCatalog {
     const inst = this.policyConfig?.aggregated ?? null;
     const name = inst?.type ?? cfg.workerSelectionPolicy;
     const params = inst?.parameters ?? this.policyParameters;
-    const policy = name && name !== 'default' && this.policies
-      ? this.policies.create(name, { modelName, routingGroup, blockSize }, params) : null;
+    const routing = parseRoutingPolicy(cfg.routingPolicy ?? 'kv');
+    const policy: WorkerSelectionPolicy | null = name && name !== 'default' && this.policies
+      ? this.policies.create(name, { modelName, routingGroup, blockSize }, params)
+      : routing.kind === 'ttft' ? createTtftPolicy({ modelName, routingGroup, blockSize }, routing.params, (): PrefillRates => created.loads.prefillRates) : null;
     const created = new Partition(key, {
       modelName, routingGroup, blockSize, isEagle, clock: this.clock, rng: this.rng,
       expirySecs: cfg.activeRequestExpirySecs, trackActiveBlocks: cfg.routerTrackActiveBlocks, policy,

@@ -15,6 +15,12 @@
  */
 import { z } from 'zod';
 import { CONFIG_FIELDS, ENUM_VALUES, ENV_VARS, decodeEnv, type ConfigField } from './config-env.js';
+import { parseRoutingPolicy } from '../select/routing-policy.js';
+
+/** Why a routing-policy name does not parse, or null. */
+function routingPolicyProblem(v: string): string | null {
+  try { parseRoutingPolicy(v); return null; } catch (err) { return (err as Error).message; }
+}
 
 /** The service's router configuration (api §4.2 `KvRouterConfig` fields + service values). */
 export interface RouterConfig {
@@ -61,6 +67,8 @@ export interface RouterConfig {
   readonly overlapRefreshAfterSecs: number;
   /** `DYN_ROUTER_WORKER_SELECTION_POLICY` (trimmed; `default` = built-in selector). */
   readonly workerSelectionPolicy: string | null;
+  /** `SELECT_SERVICE_ROUTING_POLICY`: `kv` (null, the default) or `ttft[:name=value...]` (select/routing-policy.ts). */
+  readonly routingPolicy: string | null;
 }
 
 /** Fixed limits with the spec's defaults (api §1, §5, §6, §7, §8; algorithms §2.4, §7). */
@@ -134,6 +142,7 @@ export const RouterConfigSchema = z
     activeRequestExpirySecs: num((v) => v > 0, 'must be > 0').default(300),
     overlapRefreshAfterSecs: nonNeg().default(10),
     workerSelectionPolicy: str(),
+    routingPolicy: str().refine((v) => v === null || routingPolicyProblem(v) === null, { error: (i) => `${routingPolicyProblem(String(i.input))} (got ${show(i.input)})` }),
   })
   .strict()
   .superRefine(
@@ -198,6 +207,7 @@ export const OPTION_FLAGS: Readonly<Partial<Record<ConfigField, string>>> = Obje
   routerTrackingHash: '--router-tracking-hash',
   routerTrackingKeyFile: '--router-tracking-key-file',
   routerTrackingKeyId: '--router-tracking-key-id',
+  routingPolicy: '--routing-policy',
 });
 
 /**

@@ -8,6 +8,7 @@
  * this path creates a BigInt per block.
  */
 import { U64Counts } from './u64-counts.js';
+import { PrefillRates } from './prefill-rate.js';
 import { rankKeyOf as rankKey, type WorkerRank } from '../index/slots.js';
 import type { Clock, Rng } from '../random.js';
 
@@ -68,6 +69,8 @@ export class ActiveLoads {
   private readonly o: LoadsOptions;
   private readonly byRank = new Map<string, RankState>();
   private readonly byId = new Map<string, Booking>();
+  /** Prefill throughput per rank, learned from bookings and their prefill completions. */
+  readonly prefillRates = new PrefillRates();
 
   constructor(o: LoadsOptions) { this.o = o; }
 
@@ -87,6 +90,7 @@ export class ActiveLoads {
     const ids = [...st.requests.keys()];
     for (const id of ids) this.byId.delete(id);
     this.byRank.delete(k);
+    this.prefillRates.removeRank(k);
     return ids;
   }
 
@@ -140,6 +144,7 @@ export class ActiveLoads {
     if (!b.prefillDone) {
       b.rank.prefillTokens -= b.prefillTokens;
       b.prefillDone = true;
+      this.prefillRates.observe(rankKey(b.rank.workerId, b.rank.dpRank), b.prefillTokens, b.admittedAt, this.o.clock.now());
     }
     const uncachedTokens = b.uncachedTokens;
     b.uncachedTokens = 0;

@@ -64,6 +64,13 @@ export interface WorkerLoad {
   prefill_busy?: boolean;
 }
 
+/** A kv_hint envelope (u64 block hashes stay bigint): where the booked worker can fetch a longer cached prefix. */
+export interface KvHint {
+  protocol_version: '0.1';
+  message_id: string;
+  actions: { action_id: string; action_type: 'kv.fetch'; action_version: '1.0'; payload: { source_control_endpoint: string; block_hashes: bigint[] } }[];
+}
+
 /** `SelectResponse` (api §2.7): fields marked optional are present only where the spec says. */
 export interface SelectResponse {
   selection_id?: string;
@@ -81,7 +88,7 @@ export interface SelectResponse {
   potential_decode_blocks: number;
   decode_busy?: boolean;
   worker_load?: WorkerLoad;
-  kv_hint?: unknown;
+  kv_hint?: KvHint;
 }
 
 export interface ReservationResponse {

@@ -12,17 +12,18 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FLAGS } from '../../../src/cli-args.js';
+import { FLAGS, envHelp } from '../../../src/cli-args.js';
+import { checkResponse } from '../../support/openapi-check.js';
 import { VERSION } from '../../../src/version.js';
 import { eventually } from '../../support/ports.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../../../../..');
 const CLI = join(root, 'build/dist/src/cli.js');
 
-/** The parent's environment without router variables, plus `extra`. */
+/** The parent's environment without router and service variables, plus `extra`. */
 function cleanEnv(extra: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('DYN_')) env[k] = v;
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('DYN_') && !k.startsWith('SELECT_SERVICE_')) env[k] = v;
   return { ...env, ...extra };
 }
 
@@ -41,8 +42,9 @@ function runCli(args: string[], env: Record<string, string> = {}): Promise<Run> 
 }
 
 /** Starts the service; resolves once it logged its port. The child is killed after the test. */
-async function startCli(t: TestContext, args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; base: string; exited: Promise<Run> }> {
-  const child = spawn(process.execPath, [CLI, '--port', '0', '--host', '127.0.0.1', ...args], { env: cleanEnv(env) });
+async function startCli(t: TestContext, args: string[], env: Record<string, string>,
+  where = ['--port', '0', '--host', '127.0.0.1']): Promise<{ child: ChildProcess; base: string; exited: Promise<Run> }> {
+  const child = spawn(process.execPath, [CLI, ...where, ...args], { env: cleanEnv(env) });
   t.after(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
   let stdout = '', stderr = '';
   const exited = new Promise<Run>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
@@ -61,8 +63,12 @@ async function startCli(t: TestContext, args: string[], env: Record<string, stri
   return { child, base: `http://127.0.0.1:${port}`, exited };
 }
 
-const post = (base: string, path: string, body: unknown) =>
-  fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+/** A JSON POST; the response is checked against the OpenAPI document. */
+async function post(base: string, path: string, body: unknown): Promise<Response> {
+  const res = await fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  checkResponse({ method: 'POST', url: path, status: res.status, contentType: res.headers.get('content-type'), text: await res.clone().text() });
+  return res;
+}
 
 test('serves on --port 0, loads --workers-file, selects, and exits 0 on SIGTERM', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'select-cli-'));
@@ -118,6 +124,8 @@ test('invalid flags and environment exit 2 with a message naming the problem', a
     [['--log-level', 'loud'], {}, /--log-level: must be one of/],
     [[], { DYN_ROUTER_TEMPERATURE: 'warm' }, /DYN_ROUTER_TEMPERATURE: must be a number/],
     [[], { DYN_ROUTER_QUEUE_POLICY: 'random' }, /DYN_ROUTER_QUEUE_POLICY: must be one of fcfs, lcfs, wspt/],
+    [['--routing-policy', 'fastest'], {}, /--routing-policy: unknown routing policy "fastest" \(known: kv, ttft\)/],
+    [[], { SELECT_SERVICE_ROUTING_POLICY: 'ttft:speed=2' }, /SELECT_SERVICE_ROUTING_POLICY: ttft: unknown parameter "speed"/],
   ];
   for (const [args, env, message] of cases) {
     const r = await runCli(args, env);
@@ -125,6 +133,30 @@ test('invalid flags and environment exit 2 with a message naming the problem', a
     assert.match(r.stderr, message, args.join(' '));
     assert.equal(r.stdout, '', 'nothing started');
   }
+});
+
+test('--routing-policy ttft (or SELECT_SERVICE_ROUTING_POLICY) routes by estimated time to first token; kv stays the default', async (t) => {
+  // worker 1 holds a 40-block prefix of a finished prefill (its blocks are active decode load);
+  // worker 2 is idle. Dynamo's cost charges worker 1 those 40 decode blocks and picks worker 2;
+  // ttft estimates 16 uncached tokens on worker 1 against 64 on worker 2 and picks worker 1.
+  const tokens = (n: number, from = 1): number[] => Array.from({ length: n }, (_, i) => from + i);
+  const pick = async (args: string[], env: Record<string, string>): Promise<number> => {
+    const { base } = await startCli(t, args, { DYN_ROUTER_USE_KV_EVENTS: 'false', ...env });
+    for (const id of [1, 2]) {
+      const r = await post(base, '/workers', { worker_id: id, model_name: 'model', endpoint: `http://worker-${id}:8000`, block_size: 4, total_kv_blocks: 100 });
+      assert.equal(r.status, 201);
+    }
+    const warm = await post(base, '/reservations', { model_name: 'model', selection_id: 'warm', worker_id: 1, token_ids: tokens(160) });
+    assert.equal(warm.status, 201, await warm.text());
+    assert.equal((await post(base, '/reservations/warm/prefill_complete', {})).status, 200);
+    const r = await post(base, '/select', { model_name: 'model', token_ids: [...tokens(48), ...tokens(16, 1000)] });
+    assert.equal(r.status, 200);
+    return ((await r.json()) as { worker_id: number }).worker_id;
+  };
+  assert.equal(await pick([], {}), 2, 'kv by default');
+  assert.equal(await pick(['--routing-policy', 'ttft'], {}), 1, '--routing-policy ttft');
+  assert.equal(await pick([], { SELECT_SERVICE_ROUTING_POLICY: 'ttft' }), 1, 'SELECT_SERVICE_ROUTING_POLICY=ttft');
+  assert.equal(await pick(['--routing-policy', 'kv'], { SELECT_SERVICE_ROUTING_POLICY: 'ttft' }), 2, 'the flag wins over the variable');
 });
 
 test('--help lists every flag and exits 0; --version prints the package version', async () => {
@@ -135,6 +167,50 @@ test('--help lists every flag and exits 0; --version prints the package version'
   assert.equal(VERSION, pkg.version);
   const v = await runCli(['-V']);
   assert.deepEqual([v.code, v.stdout], [0, `${pkg.version}\n`]);
+});
+
+test('--help-env prints every variable with type, default and meaning; --help names each flag\'s variable', async () => {
+  const r = await runCli(['--help-env']);
+  assert.deepEqual([r.code, r.stdout], [0, `${envHelp()}\n`]);
+  for (const name of ['SELECT_SERVICE_PORT', 'SELECT_SERVICE_HOST', 'SELECT_SERVICE_LOG_LEVEL', 'SELECT_SERVICE_WORKERS_FILE', 'DYN_ROUTER_TEMPERATURE',
+    'DYN_ROUTER_USE_KV_EVENTS', 'DYN_USE_REMOTE_INDEXER', 'DYN_SHARED_CACHE_TYPE', 'DYN_ROUTER_ACTIVE_REQUEST_EXPIRY_SECS']) {
+    assert.match(r.stdout, new RegExp(`^${name}  \\(`, 'm'), name);
+  }
+  assert.match(r.stdout, /^DYN_ROUTER_TEMPERATURE {2}\(number, default: 0\)$/m);
+  const help = await runCli(['--help']);
+  assert.match(help.stdout, /--port N .*\[default: 8092\] \[env: SELECT_SERVICE_PORT\]/);
+});
+
+test('SELECT_SERVICE_* variables stand in for flags; a flag wins; an unknown DYN_ROUTER_* variable is a warning naming the closest', async (t) => {
+  // SELECT_SERVICE_PORT=1 would fail to bind: the --port flag wins over it; host and log level come from the environment
+  const { child, base, exited } = await startCli(t, ['--port', '0'], {
+    DYN_ROUTER_USE_KV_EVENTS: 'false', SELECT_SERVICE_PORT: '1', SELECT_SERVICE_HOST: '127.0.0.1', SELECT_SERVICE_LOG_LEVEL: 'debug',
+    DYN_ROUTER_TEMPRATURE: '0.5', SELECT_SERVICE_PROT: '9',
+  }, []);
+  assert.equal((await fetch(`${base}/health`)).status, 200);
+  child.kill('SIGTERM');
+  const r = await exited;
+  assert.equal(r.code, 0, r.stderr);
+  const lines = r.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+  const listening = lines.find((l) => l.msg === 'select-service listening');
+  assert.equal(listening?.host, '127.0.0.1');
+  assert.ok(lines.some((l) => l.msg === 'request completed' && l.level === 20), 'debug lines: the log level came from SELECT_SERVICE_LOG_LEVEL');
+  const warned = lines.filter((l) => l.level === 40 && typeof l.variable === 'string').map((l) => `${l.variable} -> ${l.closest}`);
+  assert.deepEqual(warned, ['DYN_ROUTER_TEMPRATURE -> DYN_ROUTER_TEMPERATURE', 'SELECT_SERVICE_PROT -> SELECT_SERVICE_PORT']);
+});
+
+test('a --workers-file that does not exist at start is exit 2 naming the flag or its variable; a bad SELECT_SERVICE_* value names the variable', async () => {
+  const missing = join(tmpdir(), 'select-service-no-such-dir', 'workers.json');
+  const r = await runCli(['--workers-file', missing]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, new RegExp(`--workers-file: no such file: ${missing.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+  assert.equal(r.stdout, '', 'nothing started');
+  const dir = await mkdtemp(join(tmpdir(), 'select-cli-'));
+  const e = await runCli([], { SELECT_SERVICE_WORKERS_FILE: dir });
+  assert.deepEqual([e.code, /SELECT_SERVICE_WORKERS_FILE: not a file/.test(e.stderr)], [2, true], e.stderr);
+  const p = await runCli([], { SELECT_SERVICE_PORT: 'eighty' });
+  assert.equal(p.code, 2);
+  assert.match(p.stderr, /SELECT_SERVICE_PORT: must be an integer between 0 and 65535 \(got "eighty"\)/);
 });
 
 test('`select-service simulate` dispatches to the simulator module (a clear exit 2 while it is absent)', async () => {

@@ -47,7 +47,7 @@ export function cliFlags(): Map<string, CliFlag> {
   if (r.status !== 0) throw new Error(`--help failed: ${r.stderr}`);
   const flags = new Map<string, CliFlag>();
   for (const line of r.stdout.split('\n')) {
-    const m = /^\s+(--[a-z0-9-]+)( [A-Z][A-Z_]*)?\s.*?(?:\[default: ([^\]]+)\])?$/.exec(line);
+    const m = /^\s+(--[a-z0-9-]+)( [A-Z][A-Z_]*)?\s.*?(?:\[default: ([^\]]+)\])?(?: \[env: [A-Z_]+\])?$/.exec(line);
     if (m) flags.set(m[1], { takesValue: m[2] !== undefined, default: m[3] ?? null });
   }
   return flags;

@@ -2,6 +2,7 @@
  * A real listening selection server for HTTP tests (127.0.0.1, port 0) and a small client that
  * reads bodies u64-exact. Dynamo's HTTP fixture: `use_kv_events=false`, no queue threshold,
  * workers `{worker_id, model_name: "model", endpoint: "http://worker-N:8000", block_size: 4}`.
+ * Every response is checked against the OpenAPI document (test/support/openapi-check.ts).
  */
 import { request as httpRequest } from 'node:http';
 import type { TestContext } from 'node:test';
@@ -9,6 +10,7 @@ import { buildApp } from '../../../src/http/app.js';
 import { parseJson, stringifyJson } from '../../../src/core/wire/json.js';
 import { parseRouterConfig } from '../../../src/core/config/config.js';
 import { SelectionServiceBuilder, type SelectionService } from '../../../src/service/service.js';
+import { checkResponse } from '../../support/openapi-check.js';
 
 /** A response; `body` is the u64-exact parse (`any`, so assertions can index it freely). */
 export interface Reply { status: number; headers: Headers; text: string; body: any }
@@ -39,6 +41,7 @@ export async function startServer(t: TestContext, env: Record<string, string> = 
     }
     const res = await fetch(base + path, init);
     const text = await res.text();
+    checkResponse({ method, url: path, status: res.status, contentType: res.headers.get('content-type'), text, allow: res.headers.get('allow') });
     let parsed: unknown;
     try { parsed = text ? parseJson(text) : undefined; } catch { parsed = undefined; }
     return { status: res.status, headers: res.headers, text, body: parsed };
@@ -64,7 +67,13 @@ export function rawRequest(base: string, method: string, path: string, body?: st
     const req = httpRequest({ host: url.hostname, port: url.port, method, path: url.pathname + url.search, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () => {
+        const out = { status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') };
+        try {
+          checkResponse({ method, url: path, status: out.status, contentType: res.headers['content-type'] ?? null, text: out.text, allow: res.headers.allow });
+        } catch (err) { reject(err); return; }
+        resolve(out);
+      });
     });
     req.on('error', reject);
     req.end(body);

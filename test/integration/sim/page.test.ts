@@ -1,12 +1,13 @@
 /**
  * The simulator page in headless Chromium (Debian's /usr/bin/chromium driven by playwright-core;
  * never a downloaded browser): opened from the file system, it runs a short simulation of the
- * bundled sample in its Web Worker and renders the table and charts; the `select-service/browser`
+ * bundled sample in its Web Worker and renders the table and charts, exports CSV, sweeps a knob and
+ * cancels a run; the `select-service/browser`
  * bundle works as an ES module without the page.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { AddressInfo } from 'node:net';
@@ -27,13 +28,21 @@ before(async () => {
 });
 after(async () => { await browser?.close(); });
 
-test('the page runs a simulation from file:// and renders the table and charts', { skip: SKIP }, async () => {
+/** The page from the file system, ready, with its script errors collected. */
+async function openPage() {
   const page = await browser!.newPage({ viewport: { width: 1300, height: 1000 } });
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(pathToFileURL(join(BUILD, 'web/index.html')).href);
   await page.waitForFunction(() => document.body.dataset.state === 'ready');
+  return { page, errors };
+}
+
+test('the page runs a simulation from file:// and renders the table and charts', { skip: SKIP }, async () => {
+  const { page, errors } = await openPage();
   assert.match(await page.textContent('#sample-size') ?? '', /^2000 requests$/);
+  assert.equal(await page.isVisible('#load-section'), false, 'no empty per-worker heading before the first run');
+  assert.equal(await page.isDisabled('#csv'), true);
   await page.fill('#limit', '400');
   await page.check('input[name=policy][value=session_affinity]');
   await page.click('#run');
@@ -57,6 +66,51 @@ test('the page runs a simulation from file:// and renders the table and charts',
   for (const d of [...hit, ...ttft]) assert.ok(d > 100, 'every series drew a line');
   assert.equal(await page.$$eval('#chart-load svg', (s) => s.length), 5);
   assert.equal((await paths('#chart-load')).length, 5 * 8);
+  assert.equal(await page.isVisible('#load-section'), true);
+  // one y scale for every per-worker chart: the same tick labels everywhere
+  const yTicks = await page.$$eval('#chart-load svg', (svgs) => svgs.map((s) => Array.from(s.querySelectorAll('text.tick[text-anchor=end]'), (t) => t.textContent).join(' ')));
+  assert.equal(new Set(yTicks).size, 1, yTicks.join(' | '));
+  // hover shows values: every series has markers with a title
+  const title = await page.textContent('#chart-hit g[data-markers="kv"] circle title');
+  assert.match(title ?? '', /^kv: \d+, \d+%$/);
+  // CSV export of the table
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#csv')]);
+  assert.equal(download.suggestedFilename(), 'simulation.csv');
+  const csv = readFileSync(await download.path(), 'utf8').trim().split('\n');
+  assert.match(csv[0], /^policy,hit_rate,block_hit_rate,ttft_p50_ms,/);
+  assert.deepEqual(csv.slice(1).map((l) => l.split(',')[0]), ['kv', 'round_robin', 'random', 'least_loaded', 'session_affinity']);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a sweep draws TTFT and hit rate against the swept value; Cancel stops a run and the next one works', { skip: SKIP }, async () => {
+  const { page, errors } = await openPage();
+  // cancel: a long sweep, stopped while it runs
+  await page.selectOption('#sweep-knob', 'speed');
+  await page.fill('#sweep-values', '1,2,4');
+  await page.click('#run');
+  await page.waitForFunction(() => /requests$/.test(document.getElementById('status')?.textContent ?? ''), null, { timeout: 60_000 });
+  assert.equal(await page.isEnabled('#cancel'), true);
+  await page.click('#cancel');
+  await page.waitForFunction(() => document.body.dataset.state === 'cancelled');
+  assert.equal(await page.isDisabled('#cancel'), true);
+  // then a short sweep runs to the end in a fresh worker
+  await page.fill('#limit', '300');
+  await page.fill('#sweep-values', '1,4');
+  await page.click('#run');
+  await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state ?? ''), null, { timeout: 120_000 });
+  assert.equal(await page.evaluate(() => document.body.dataset.state), 'done', await page.textContent('#status') ?? '');
+  const rows = await page.$$eval('#metrics tbody tr', (trs) => trs.map((tr) => `${(tr as HTMLElement).dataset.value} ${(tr as HTMLElement).dataset.policy}`));
+  assert.deepEqual(rows, ['1 kv', '1 round_robin', '1 random', '1 least_loaded', '4 kv', '4 round_robin', '4 random', '4 least_loaded']);
+  const figures = await page.$$eval('#chart-sweep [data-figure]', (fs) => fs.map((f) => (f as HTMLElement).dataset.figure));
+  assert.deepEqual(figures, ['sweep-speed-ttft-p50', 'sweep-speed-ttft-p90', 'sweep-speed-hit-rate']);
+  assert.equal(await page.$$eval('#chart-sweep path.series', (ps) => ps.length), 3 * 4);
+  assert.equal(await page.isVisible('#load-section'), false);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#csv')]);
+  assert.equal(download.suggestedFilename(), 'sweep-speed.csv');
+  const csv = readFileSync(await download.path(), 'utf8').trim().split('\n');
+  assert.match(csv[0], /^speed,policy,hit_rate,/);
+  assert.equal(csv.length, 9);
   assert.deepEqual(errors, []);
   await page.close();
 });

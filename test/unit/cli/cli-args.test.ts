@@ -1,16 +1,18 @@
-/** `select-service` flag parsing (api §4.1): syntax, defaults, every problem listed, config overrides, the README table. */
+/** `select-service` flag parsing: syntax, defaults, every problem listed, config overrides, SELECT_SERVICE_* variables, the README tables. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CliError, FLAGS, parseCliArgs, routerOverrides } from '../../../src/cli-args.js';
-import { parseRouterConfig } from '../../../src/core/config/config.js';
+import { CliError, FLAGS, envMarkdown, envReference, flagEnv, parseCliArgs, routerOverrides, unknownEnvWarnings } from '../../../src/cli-args.js';
+import { CONFIG_FIELDS, ENV_VARS, defaultRouterConfig, parseRouterConfig } from '../../../src/core/config/config.js';
+import { editDistance } from '../../../src/core/config/config-env.js';
 
-const problems = (argv: string[]): readonly string[] => {
-  try { parseCliArgs(argv); } catch (e) { if (e instanceof CliError) return e.problems; throw e; }
+const problemsWith = (argv: string[], env: Record<string, string>): readonly string[] => {
+  try { parseCliArgs(argv, env); } catch (e) { if (e instanceof CliError) return e.problems; throw e; }
   assert.fail(`accepted ${argv.join(' ')}`);
 };
+const problems = (argv: string[]): readonly string[] => problemsWith(argv, {});
 
 test('no arguments: 0.0.0.0:8092 with built-in defaults', () => {
   const o = parseCliArgs([]);
@@ -74,4 +76,55 @@ test('every problem of a command line is listed, each naming its flag', () => {
 test('the README flag table names every flag', async () => {
   const readme = await readFile(join(dirname(fileURLToPath(import.meta.url)), '../../../../../README.md'), 'utf8');
   for (const f of FLAGS) assert.match(readme, new RegExp(`\\| \`${f.name}[ \`]|, \`${f.name}\`|/ \`${f.name}\``), f.name);
+});
+
+test('SELECT_SERVICE_* variables stand in for flags with a value; the flag wins; problems name the variable', () => {
+  const env = { SELECT_SERVICE_PORT: '9000', SELECT_SERVICE_HOST: '127.0.0.1', SELECT_SERVICE_LOG_LEVEL: 'debug', SELECT_SERVICE_WORKERS_FILE: '/w.json',
+    SELECT_SERVICE_SESSION_AFFINITY_TTL_SECS: '60', SELECT_SERVICE_INDEXER_PEERS: 'http://a:1,http://b:2', SELECT_SERVICE_THREADS: '' };
+  const o = parseCliArgs([], env);
+  assert.deepEqual([o.port, o.host, o.logLevel, o.workersFile, o.sessionAffinity, o.indexerPeers, o.threads],
+    [9000, '127.0.0.1', 'debug', '/w.json', { ttlSecs: 60, mode: 'hard' }, ['http://a:1', 'http://b:2'], null], 'an empty variable is unset');
+  const flagWins = parseCliArgs(['--port', '0', '--log-level=warn'], env);
+  assert.deepEqual([flagWins.port, flagWins.logLevel, flagWins.host], [0, 'warn', '127.0.0.1']);
+  assert.deepEqual(problemsWith([], { SELECT_SERVICE_PORT: '70000', SELECT_SERVICE_SESSION_AFFINITY_MODE: 'soft', SELECT_SERVICE_LOG_LEVEL: 'loud' }), [
+    'SELECT_SERVICE_SESSION_AFFINITY_MODE: requires --session-affinity-ttl-secs',
+    'SELECT_SERVICE_LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent (got "loud")',
+    'SELECT_SERVICE_PORT: must be an integer between 0 and 65535 (got "70000")',
+  ]);
+  assert.equal(parseCliArgs([], { SELECT_SERVICE_ROUTER_TRACKING_HASH: 'keyed-xxh3-v1', SELECT_SERVICE_HELP: '1' }).help, false,
+    'router overrides and switches have no SELECT_SERVICE_ variable');
+  assert.deepEqual(FLAGS.filter((f) => flagEnv(f) === null).map((f) => f.name),
+    ['--router-assume-kv-reuse', '--no-router-assume-kv-reuse', '--router-tracking-hash', '--router-tracking-key-file', '--router-tracking-key-id',
+      '--routing-policy', '--help', '--help-env', '--version'], 'router overrides read their own variable (SELECT_SERVICE_ROUTING_POLICY through the router configuration)');
+});
+
+test('unknown DYN_ROUTER_* and SELECT_SERVICE_* variables are named with the closest known one; known names and aliases are not', () => {
+  const env = { DYN_ROUTER_TEMPRATURE: '0.5', DYN_ROUTER_QUEUE_TRESHOLD: '1', SELECT_SERVICE_PROT: '1', DYN_ROUTER_TEMPERATURE: '0',
+    DYN_USE_KV_EVENTS: 'true', DYN_ROUTER_KV_OVERLAP_SCORE_WEIGHT: '1', SELECT_SERVICE_PORT: '1', DYN_LOG: 'x', HOME: '/' };
+  assert.deepEqual(unknownEnvWarnings(env), [
+    { name: 'DYN_ROUTER_QUEUE_TRESHOLD', closest: 'DYN_ROUTER_QUEUE_THRESHOLD' },
+    { name: 'DYN_ROUTER_TEMPRATURE', closest: 'DYN_ROUTER_TEMPERATURE' },
+    { name: 'SELECT_SERVICE_PROT', closest: 'SELECT_SERVICE_PORT' },
+  ]);
+  assert.deepEqual([editDistance('kitten', 'sitting'), editDistance('', 'abc'), editDistance('same', 'same')], [3, 3, 0]);
+});
+
+test('the environment reference covers every variable the service reads, with the schema defaults; the README carries the same table', async () => {
+  const rows = envReference();
+  const names = rows.map((r) => r.name);
+  assert.equal(new Set(names).size, names.length, 'each variable once');
+  for (const f of CONFIG_FIELDS) assert.ok(names.includes(ENV_VARS[f]), ENV_VARS[f]);
+  for (const f of FLAGS) if (flagEnv(f)) assert.ok(names.includes(flagEnv(f)!), f.name);
+  const defaults = defaultRouterConfig();
+  for (const f of CONFIG_FIELDS) {
+    const row = rows.find((r) => r.name === ENV_VARS[f])!;
+    assert.equal(row.default, defaults[f] === null ? 'unset' : String(defaults[f]), f);
+    assert.ok(row.meaning.length > 10 && row.type.length > 0, f);
+  }
+  assert.deepEqual(rows.find((r) => r.name === 'DYN_ROUTER_QUEUE_POLICY'), {
+    name: 'DYN_ROUTER_QUEUE_POLICY', type: 'fcfs|lcfs|wspt', default: 'fcfs', meaning: rows.find((r) => r.name === 'DYN_ROUTER_QUEUE_POLICY')!.meaning });
+  const readme = await readFile(join(dirname(fileURLToPath(import.meta.url)), '../../../../../README.md'), 'utf8');
+  const block = /<!-- env-reference:start[^>]*-->\n([\s\S]*?)\n<!-- env-reference:end -->/.exec(readme);
+  assert.ok(block, 'the README has the generated block');
+  assert.equal(block[1], envMarkdown(), 'the README table is `select-service --help-env` as Markdown (regenerate it from envMarkdown())');
 });

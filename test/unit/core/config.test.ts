@@ -33,7 +33,7 @@ test('defaults match api §4.2 and the service values', () => {
     routerTtlSecs: 120, routerEventThreads: 4, routerQueuePolicy: 'fcfs', useRemoteIndexer: false,
     sharedCacheMultiplier: 0, sharedCacheType: 'none', hostCacheHitWeight: 0.75, diskCacheHitWeight: 0.25,
     routerPrefillLoadModel: 'none', routerActiveSequenceStride: 1, activeRequestExpirySecs: 300,
-    overlapRefreshAfterSecs: 10, workerSelectionPolicy: null,
+    overlapRefreshAfterSecs: 10, workerSelectionPolicy: null, routingPolicy: null,
   });
 });
 

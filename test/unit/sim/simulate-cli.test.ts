@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, rmSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -54,6 +54,43 @@ test('simulate --json: every metric, unbounded capacity as null', async (t) => {
   }
   assert.equal(p.per_rank.length, 4);
   assert.equal(p.evicted_blocks, 0);
+});
+
+test('--sweep runs every policy at every value and prints one table; --svg writes the plots', async (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, 'slice.jsonl');
+  writeFileSync(file, headLines(traceText(), 200));
+  const { o, io: s } = io();
+  assert.equal(await main(['--trace', file, '--policies', 'kv,round_robin', '--workers', '2', '--sweep', 'speed=1,4', '--svg', join(dir, 'plots')], s), 0, o.err);
+  const lines = o.out.trim().split('\n');
+  assert.match(lines[0], /^200 requests, 2 workers x 1 rank\(s\), profile llama3.1-8b-h100; sweep of speed$/);
+  assert.match(lines[2], /^speed\s+policy\s+hit\s+TTFT p50\s+TTFT p90/);
+  assert.deepEqual(lines.slice(4).map((l) => l.split(/\s+/).slice(0, 2).join(' ')), ['1 kv', '1 round_robin', '4 kv', '4 round_robin']);
+  const files = readdirSync(join(dir, 'plots')).sort();
+  assert.deepEqual(files, ['sweep-speed-hit-rate.svg', 'sweep-speed-ttft-p50.svg', 'sweep-speed-ttft-p90.svg']);
+  for (const f of files) {
+    const svg = readFileSync(join(dir, 'plots', f), 'utf8');
+    assert.match(svg, /^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+    assert.equal(svg.match(/class="series"/g)?.length, 2, f);
+    assert.match(svg, /data-series="kv"/);
+    assert.match(svg, /<title>round_robin: 4, /, 'hover titles carry the values');
+  }
+  assert.match(o.err, /wrote .*sweep-speed-ttft-p50\.svg/);
+});
+
+test('--svg without a sweep writes the run\'s charts; a bad sweep is a usage error', async (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, 'slice.jsonl');
+  writeFileSync(file, headLines(traceText(), 100));
+  let r = io();
+  assert.equal(await main(['--trace', file, '--policies', 'kv', '--workers', '2', '--svg', dir], r.io), 0, r.o.err);
+  assert.deepEqual(readdirSync(dir).filter((f) => f.endsWith('.svg')).sort(), ['hit-rate-over-time.svg', 'load-0.svg', 'ttft-distribution.svg']);
+  r = io();
+  assert.equal(await main(['--trace', file, '--sweep', 'colour=1,2'], r.io), 2);
+  assert.match(r.o.err, /sweep: unknown knob "colour"/);
+  r = io();
+  assert.equal(await main(['--trace', file, '--sweep', 'speed=fast'], r.io), 2);
+  assert.match(r.o.err, /needs speed=number,number/);
 });
 
 test('usage errors exit 2, run failures exit 1, --help exits 0', async () => {

@@ -30,7 +30,7 @@ test('one worker with unbounded capacity hits exactly the trace\'s own prefix re
   assert.equal(total, 288500);
   // an engine fast enough that the single worker never builds an hour-long queue
   const res = await simulate(conversationTrace(), {
-    fleet: { workers: 1, capacityBlocks: Infinity, prefillTokensPerSec: 1e7, decodeTokensPerSec: 1e4 }, policies: 'kv', seed: 1,
+    fleet: { workers: 1, capacityBlocks: Infinity, stepCost: { prefillTokenMs: 1e-4, decodeKvTokenMs: 0 } }, policies: 'kv', seed: 1,
   });
   const [kv] = res.policies;
   assert.equal(kv.requests, 12031);

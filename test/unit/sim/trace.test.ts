@@ -50,3 +50,10 @@ test('block ids: ceil(isl / bs) keys per request, distinct hashes per identity',
   assert.equal(ids.local(5), ids.local(5));
   assert.throws(() => new BlockIds(t, 100), /must divide 512/);
 });
+
+test('an offset drops the first requests and starts the rest at time 0', () => {
+  const text = jsonl([[10, 100, 1, [0]], [20, 100, 1, [0]], [35, 100, 1, [0]], [50, 100, 1, [0]]]);
+  const t = parseTrace(text, { offset: 1, limit: 2 });
+  assert.deepEqual([...t.timestamps], [0, 15]);
+  assert.equal(parseTrace(text, { offset: 3 }).length, 1);
+});

@@ -1,0 +1,39 @@
+/**
+ * The README and docs/ stand alone: a reader has the repository only, so they point at nothing
+ * outside it (no `../` paths, no section numbers of documents that are not here), and every
+ * relative link they make resolves to a file of the repository. The README's route list follows
+ * the route table.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ALL_ROUTES } from '../../src/http/app.js';
+
+// compiled to build/dist/test/unit/: four levels up is the project root
+const root = join(dirname(fileURLToPath(import.meta.url)), '../../../..');
+const docs = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+
+test('README.md and docs/*.md refer to nothing outside the repository', () => {
+  for (const file of docs) {
+    const text = readFileSync(join(root, file), 'utf8');
+    assert.doesNotMatch(text, /\.\.\/shared|§/, `${file}: no pointer into documents a reader does not have`);
+    for (const m of text.matchAll(/\]\(([^)#]+)(?:#[^)]*)?\)/g)) {
+      const target = m[1];
+      if (/^[a-z]+:/.test(target)) continue; // a URL
+      assert.ok(!target.startsWith('../') || file.startsWith('docs/'), `${file}: ${target} leaves the repository`);
+      assert.ok(existsSync(join(root, dirname(file), target)), `${file}: link ${target} resolves`);
+    }
+  }
+});
+
+test('the README\'s HTTP API table lists every route of the route table with its success status', () => {
+  const text = readFileSync(join(root, 'README.md'), 'utf8');
+  const section = text.slice(text.indexOf('## HTTP API')).split(/\n## /)[0];
+  for (const def of ALL_ROUTES) {
+    const row = section.split('\n').find((l) => l.startsWith(`| \`${def.method} ${def.url.replace(/:(\w+)/g, '{$1}')}`));
+    assert.ok(row, `${def.method} ${def.url} is listed`);
+    assert.match(row!.split('|')[2], new RegExp(`\\b${def.status}\\b`), `${def.method} ${def.url}: ${def.status}`);
+  }
+});

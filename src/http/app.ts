@@ -50,8 +50,8 @@ export function requestId(req: { headers: Record<string, string | string[] | und
  * One line per finished request (`request completed`, with its id, method, url, status and time)
  * at `debug` by default, or at `info` when configured so; `incoming request` lines only at trace;
  * failures always at error (error-handler.ts). Why debug: the info line costs ~10 µs of the
- * event loop per request here (JSON serialization ~1.5 µs plus a synchronous write), 3-6% of a
- * `/select` and more of the cheap routes (bench/RESULTS.md, "Request logs").
+ * event loop per request at best (JSON serialization ~1.5 µs plus a synchronous write), and made
+ * a `/select` 1.1-1.5x slower at p50 in the paired bench rows (bench/RESULTS.md, "Request logs").
  */
 class RequestLogs extends Fastify.LogController {
   constructor(private readonly level: 'info' | 'debug') { super(); }

@@ -58,6 +58,19 @@ export interface SessionAffinityConfig {
 /** Pending-selection cache limits (CLI `--selection-cache-*`). */
 export interface SelectionCacheConfig { ttlSecs: number; maxEntries: number; maxBytes: number }
 
+/** Capacity limits of a core (CLI `--max-*`, README "Limits"); defaults in `LIMITS.default*`. */
+export interface CoreLimits {
+  /** Blocks one prompt may have (its complete blocks, or its hash-list length); a 422 above. */
+  maxPromptBlocks: number;
+  /** Live bookings, mirrored ones and in-flight claims included, across partitions; a 429 at the cap. */
+  maxBookings: number;
+  /** Partitions that may exist at once (each holds one or two wasm indexes); a 429 at the cap. */
+  maxPartitions: number;
+}
+
+/** Decides whether the service may connect to an endpoint (`--allowed-endpoints`): null = allowed, else why not. */
+export type EndpointPolicy = (endpoint: string) => string | null;
+
 /** Options of a local core. */
 export interface CoreOptions {
   clock?: Clock;
@@ -79,4 +92,8 @@ export interface CoreOptions {
   replicaId?: bigint;
   /** First affinity version sequence; default wall-clock nanoseconds. */
   affinitySequenceStart?: bigint;
+  /** Capacity limits; absent fields take their defaults. */
+  limits?: Partial<CoreLimits>;
+  /** Outbound endpoints a worker record may name (KV events, replay); absent = every endpoint. */
+  endpointPolicy?: EndpointPolicy;
 }

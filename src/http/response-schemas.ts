@@ -31,6 +31,14 @@ export const QueueRejectionDetailsSchema = z.object({
 export const QueueRejectionSchema = z.object({ error: z.string(), details: QueueRejectionDetailsSchema })
   .describe('A queue limit rejected the request (429)');
 
+export const LimitRejectionDetailsSchema = z.object({
+  limit_kind: z.enum(['bookings', 'partitions']), current: int(), limit: int(),
+}).describe('Which capacity limit rejected the request (--max-bookings, --max-partitions)');
+
+/** A 429 of a capacity limit: the error plus the limit that was hit. */
+export const LimitRejectionSchema = z.object({ error: z.string(), details: LimitRejectionDetailsSchema })
+  .describe('A capacity limit rejected the request (429)');
+
 export const StatusOkSchema = z.object({ status: z.literal('ok') });
 
 /** One rank's KV-event feed in a worker record (`kv_events`). */
@@ -54,7 +62,7 @@ export const WorkerRecordSchema = z.object({
   routing_group: z.string(),
   endpoint: z.string().nullable(),
   kv_events_endpoint: z.string().nullable(),
-  kv_events_endpoints: rankMap(),
+  kv_events_endpoints: rankMap().optional(),
   replay_endpoint: z.string().nullable(),
   block_size: int().nullable(),
   data_parallel_start_rank: int().nullable(),
@@ -87,7 +95,7 @@ export const OverlapSummarySchema = z.object({
 }).describe('matched tokens: gpu = device tier, cpu = device+host, disk = device+host+disk; dp = device tokens per rank');
 
 export const WorkerLoadSchema = z.object({
-  active_prefill_tokens: int(), prefill_token_capacity: int().nullable(), total_kv_blocks: int().optional(), prefill_busy: z.boolean().optional(),
+  active_prefill_tokens: int(), prefill_token_capacity: int(), total_kv_blocks: int().optional(), prefill_busy: z.boolean().optional(),
 }).describe('the chosen worker\'s current load (advisory /select only)');
 
 export const KvHintSchema = z.object({

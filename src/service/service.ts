@@ -8,7 +8,8 @@
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import { SelectionCore } from '../core/core.js';
-import type { CoreHooks, CoreOptions, SelectionCacheConfig, SessionAffinityConfig } from '../core/options.js';
+import type { CoreHooks, CoreLimits, CoreOptions, EndpointPolicy, SelectionCacheConfig, SessionAffinityConfig } from '../core/options.js';
+import { endpointPolicy } from '../core/catalog/endpoint-policy.js';
 import type { IndexFeed } from '../core/index/feed.js';
 import { systemRng, type Clock, type Rng } from '../core/random.js';
 import { parsePolicyConfig, type RouterPolicyConfig } from '../core/select/policy-config.js';
@@ -57,6 +58,12 @@ export interface ServiceOptions {
   kvFeedSilenceSecs: number;
   /** Limits of the default KV-event ingress. */
   kvEvents: KvEventLimits;
+  /** Capacity limits (`--max-*`). */
+  limits: Partial<CoreLimits>;
+  /** `--allowed-endpoints` entries: where workers and replica peers may make the service connect; [] = anywhere. */
+  allowedEndpoints: string[];
+  /** The bearer token sent to `--indexer-peers` (authentication on), read when recovery runs. */
+  peerToken: (() => string) | null;
 }
 
 /** Limits of the KV-event ingress: message size, and ranks (one connection each; null: no cap). */
@@ -66,7 +73,8 @@ export interface KvEventLimits { maxMessageBytes?: number; maxRanks?: number | n
 export class SelectionServiceBuilder {
   private readonly o: ServiceOptions = {
     indexerPeers: [], replicaSyncPort: null, replicaSyncPeers: [], selectionCache: {}, sessionAffinity: null,
-    policies: null, logger: silentLogger, kvEvents: {}, kvFeedSilenceSecs: DEFAULT_KV_FEED_SILENCE_SECS,
+    policies: null, logger: silentLogger, kvEvents: {}, limits: {}, allowedEndpoints: [], peerToken: null,
+    kvFeedSilenceSecs: DEFAULT_KV_FEED_SILENCE_SECS,
   };
 
   constructor(private readonly config: RouterConfig) {}
@@ -94,6 +102,15 @@ export class SelectionServiceBuilder {
   kvFeedSilence(secs: number): this { this.o.kvFeedSilenceSecs = secs; return this; }
   /** Limits of the default KV-event ingress (by default no rank cap: the CLI derives one from `ulimit -n`). */
   kvEvents(l: KvEventLimits): this { this.o.kvEvents = { ...l }; return this; }
+  /** Capacity limits: prompt blocks, live bookings, partitions (README "Limits"). */
+  limits(l: Partial<CoreLimits>): this { this.o.limits = { ...l }; return this; }
+  /**
+   * The outbound-connection allowlist (`--allowed-endpoints`: host patterns, CIDR blocks, ipc://
+   * prefixes); an empty list allows every endpoint. Malformed entries fail `build()`.
+   */
+  allowedEndpoints(entries: readonly string[]): this { this.o.allowedEndpoints = [...entries]; return this; }
+  /** The bearer token to present to `--indexer-peers` (their `/dump` needs it when they authenticate). */
+  peerToken(get: () => string): this { this.o.peerToken = get; return this; }
 
   /** Validates, sets up the core and its attachments, recovers from peers, and returns the service. */
   async build(): Promise<SelectionService> {
@@ -108,6 +125,12 @@ export class SelectionServiceBuilder {
     if (!(Number.isFinite(o.kvFeedSilenceSecs) && o.kvFeedSilenceSecs > 0)) {
       throw new ConfigError([`--kv-feed-silence-secs: must be a number greater than 0 (got ${o.kvFeedSilenceSecs})`]);
     }
+    let policy: EndpointPolicy | null = null;
+    try {
+      if (o.allowedEndpoints.length > 0) policy = endpointPolicy(o.allowedEndpoints);
+    } catch (err) {
+      throw new ConfigError([`--allowed-endpoints: ${(err as Error).message}`]);
+    }
     const trackingKey = o.trackingKey ?? await readTrackingKey(cfg);
     const policyConfig = await readPolicyConfig(cfg);
     const hooks: CoreHooks = {};
@@ -118,6 +141,7 @@ export class SelectionServiceBuilder {
     const coreOptions: CoreOptions = {
       clock: o.clock, rng: o.rng, selectionCache: o.selectionCache, trackingKey, policies: o.policies ?? undefined,
       policyConfig, feed: feed ?? undefined, hooks, sessionAffinity: o.sessionAffinity, replicaId: systemRng().u64() | 1n,
+      limits: o.limits, endpointPolicy: policy ?? undefined,
     };
     let service: SelectionService;
     try {
@@ -131,6 +155,7 @@ export class SelectionServiceBuilder {
       try {
         const replica = await ReplicaSync.start({
           port: o.replicaSyncPort, peers: o.replicaSyncPeers, routerId: service.replicaId, affinity: o.sessionAffinity !== null,
+          endpointPolicy: policy,
           logger: o.logger, applyLifecycle: (e) => service.applyReplicaEvent(e), applyAffinity: (e) => service.applyAffinityEvent(e),
         });
         service.attachReplica(replica);
@@ -142,7 +167,7 @@ export class SelectionServiceBuilder {
           : `--replica-sync-port: cannot bind tcp://*:${o.replicaSyncPort}: ${(err as Error).message}`]);
       }
     }
-    if (o.indexerPeers.length > 0) await recoverFromPeers(service, o.indexerPeers, o.logger);
+    if (o.indexerPeers.length > 0) await recoverFromPeers(service, o.indexerPeers, o.logger, LIMITS.recoveryDelayMs, o.peerToken?.());
     ingress?.setIndexerReady();
     return service;
   }
@@ -178,11 +203,12 @@ async function readPolicyConfig(cfg: RouterConfig): Promise<RouterPolicyConfig |
  * peer or a bad dump logs a warning and the service starts empty.
  */
 export async function recoverFromPeers(core: SelectionCore, peers: readonly string[], logger: Logger,
-  delayMs: number = LIMITS.recoveryDelayMs): Promise<boolean> {
+  delayMs: number = LIMITS.recoveryDelayMs, token?: string): Promise<boolean> {
   await new Promise((r) => setTimeout(r, delayMs));
+  const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
   for (const url of peers) {
     try {
-      const res = await fetch(`${url.replace(/\/+$/, '')}/dump`, { signal: AbortSignal.timeout(LIMITS.recoveryTimeoutMs) });
+      const res = await fetch(`${url.replace(/\/+$/, '')}/dump`, { headers, signal: AbortSignal.timeout(LIMITS.recoveryTimeoutMs) });
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
       const parsed = DumpSchema.safeParse(parseJson(await res.text()));
       if (!parsed.success) throw new Error(`bad dump: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`);

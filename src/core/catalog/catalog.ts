@@ -85,8 +85,9 @@ const mapToRecord = (m: ReadonlyMap<number, string>): Record<string, string> => 
 };
 
 /**
- * The wire record (api §3.1): optional fields as null, the omitted-when-empty ones omitted; plus
- * `kv_events` (the rank feeds) when the service describes its KV-event feeds.
+ * The wire record (docs/api.md, Workers): optional fields as null, the omitted-when-empty ones omitted
+ * (`kv_events_endpoints` too, as Dynamo's newest `types.rs` does); plus `kv_events` (the rank
+ * feeds) when the service describes its KV-event feeds.
  */
 export function toRecord(e: WorkerEntry, lifecycle: Lifecycle = e.lifecycle, kvEvents?: KvFeedStatus[]): WorkerRecord {
   const r = e.req;
@@ -96,7 +97,9 @@ export function toRecord(e: WorkerEntry, lifecycle: Lifecycle = e.lifecycle, kvE
     routing_group: r.routing_group,
     endpoint: r.endpoint ?? null,
     kv_events_endpoint: r.kv_events_endpoint ?? null,
-    kv_events_endpoints: mapToRecord(r.kv_events_endpoints),
+  } as WorkerRecord;
+  if (r.kv_events_endpoints.size > 0) rec.kv_events_endpoints = mapToRecord(r.kv_events_endpoints);
+  Object.assign(rec, {
     replay_endpoint: r.replay_endpoint ?? null,
     block_size: r.block_size ?? null,
     data_parallel_start_rank: r.data_parallel_start_rank ?? null,
@@ -111,7 +114,7 @@ export function toRecord(e: WorkerEntry, lifecycle: Lifecycle = e.lifecycle, kvE
     kv_transfer_enforcement: r.kv_transfer_enforcement ?? null,
     kv_transfer_preferred_weight: r.kv_transfer_preferred_weight ?? null,
     lifecycle,
-  };
+  });
   if (r.router_hint_worker_type != null) rec.router_hint_worker_type = r.router_hint_worker_type;
   if (r.router_hint_source_control_endpoints.size > 0) rec.router_hint_source_control_endpoints = mapToRecord(r.router_hint_source_control_endpoints);
   if (r.kv_event_source_mode != null) rec.kv_event_source_mode = r.kv_event_source_mode;

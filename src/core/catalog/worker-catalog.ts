@@ -1,16 +1,24 @@
 /**
  * The worker catalog half of a {@link SelectionCore}: the workers by id, their partitions (one per
- * `(model_name, routing_group)`, created by the first valid worker), and the catalog operations —
- * upsert (replaces the record; may move it between partitions), patch (present fields only,
- * never a move), delete, list and readiness — with the reconcile of one record against its
- * partition: schedulability reasons, partition creation, rank diff, KV-event listeners.
+ * `(model_name, routing_group)`, created by the first valid worker and destroyed when the last one
+ * leaves), and the catalog operations — upsert (replaces the record; may move it between
+ * partitions), patch (present fields only, never a move), delete, list and readiness — with the
+ * reconcile of one record against its partition: schedulability reasons, partition creation, rank
+ * diff, KV-event listeners.
+ *
+ * Before a record changes anything it is admitted: every endpoint it names must pass the
+ * `--allowed-endpoints` policy (422 naming the field and the endpoint), and a record that would
+ * create a partition needs room under `--max-partitions` (429).
  *
  * SelectionCore extends it with selection and booking; the two hooks below are where a catalog
  * change reaches them (bookings of a dropped rank are released, the admission queue re-checked).
  */
 import type { z } from 'zod';
-import { queueingEnabled, type RouterConfig } from '../config/config.js';
-import { SelectionError, noSchedulableWorkers, noSchedulableWorkersFor, partitionLabel, shuttingDown, workerNotFound } from '../errors.js';
+import { ConfigError, LIMITS, queueingEnabled, type RouterConfig } from '../config/config.js';
+import {
+  SelectionError, noEndpoints, noSchedulableWorkers, noSchedulableWorkersFor, partitionLabel, partitionLimit, shuttingDown,
+  workerNotFound,
+} from '../errors.js';
 import { FilterQuerySchema, WorkerPatchSchema, WorkerRequestSchema, parseBody, type FilterQuery, type WorkerRequest } from '../wire/schemas.js';
 import type { Lifecycle, ReadyResponse, WorkerRecord } from '../wire/types.js';
 import type { IndexFeed } from '../index/feed.js';
@@ -21,7 +29,7 @@ import { createTtftPolicy } from '../select/ttft.js';
 import type { PrefillRates } from '../load/prefill-rate.js';
 import { AdmissionQueue, type Waiter } from '../select/queue.js';
 import { SessionAffinityTable } from '../booking/affinity.js';
-import type { CoreHooks, CoreOptions, SessionAffinityConfig } from '../options.js';
+import type { CoreHooks, CoreLimits, CoreOptions, EndpointPolicy, SessionAffinityConfig } from '../options.js';
 import { systemClock, type Clock, type Rng } from '../random.js';
 import {
   applyPatch, compareRecords, countFeedStates, eventEndpoints, failedFeeds, metadataReasons, partitionKeyOf, ranksOf, toRecord,
@@ -39,6 +47,10 @@ export abstract class WorkerCatalog {
   readonly queueing: boolean;
   /** This replica's id (replica-sync `router_id`, affinity `writer_id`). */
   readonly replicaId: bigint;
+  /** Capacity limits in force (options over `LIMITS` defaults). */
+  readonly limits: CoreLimits;
+  /** Requests refused at a capacity limit, by limit (for metrics). */
+  readonly limitRejections = { promptBlocks: 0, bookings: 0, partitions: 0 };
   protected readonly workers = new Map<bigint, WorkerEntry>();
   protected readonly partitions = new Map<string, Partition>();
   /** Set by shutdown: mutations and selections then fail. */
@@ -49,6 +61,7 @@ export abstract class WorkerCatalog {
   private readonly policyConfig: RouterPolicyConfig | null;
   protected readonly affinity: SessionAffinityConfig | null;
   private readonly affinitySequenceStart: bigint;
+  private readonly endpointPolicy: EndpointPolicy | null;
 
   protected constructor(config: RouterConfig, o: CoreOptions, rng: Rng) {
     this.config = config;
@@ -63,6 +76,36 @@ export abstract class WorkerCatalog {
     this.replicaId = o.replicaId ?? (rng.u64() | 1n);
     this.affinity = o.sessionAffinity ?? null;
     this.affinitySequenceStart = o.affinitySequenceStart ?? BigInt(Date.now()) * 1_000_000n;
+    this.limits = WorkerCatalog.resolveLimits(config, o);
+    this.endpointPolicy = o.endpointPolicy ?? null;
+  }
+
+  /**
+   * The capacity limits of `options` over the defaults; throws ConfigError (naming the flag) for
+   * a value that is not a positive integer, or more partitions than the wasm index handles allow
+   * (each partition holds one index, two with the predicted side index). The default prompt limit
+   * is lower where bookings are also recorded into an index (approximate or predicted indexing):
+   * recording costs several times the rest of a booking per block.
+   */
+  static resolveLimits(config: RouterConfig, options: CoreOptions): CoreLimits {
+    const predicted = config.useKvEvents && config.routerPredictedTtlSecs !== null;
+    const ceiling = Math.floor(LIMITS.wasmIndexHandles / (predicted ? 2 : 1));
+    const l = options.limits ?? {};
+    const limits: CoreLimits = {
+      maxPromptBlocks: l.maxPromptBlocks
+        ?? (predicted || !config.useKvEvents ? LIMITS.defaultMaxPromptBlocksRecorded : LIMITS.defaultMaxPromptBlocks),
+      maxBookings: l.maxBookings ?? LIMITS.defaultMaxBookings,
+      maxPartitions: l.maxPartitions ?? ceiling,
+    };
+    const problems: string[] = [];
+    const check = (flag: string, v: number, max: number): void => {
+      if (!(Number.isInteger(v) && v >= 1 && v <= max)) problems.push(`${flag}: must be an integer between 1 and ${max} (got ${v})`);
+    };
+    check('--max-prompt-blocks', limits.maxPromptBlocks, LIMITS.maxPromptItems);
+    check('--max-bookings', limits.maxBookings, Number.MAX_SAFE_INTEGER);
+    check('--max-partitions', limits.maxPartitions, ceiling);
+    if (problems.length > 0) throw new ConfigError(problems);
+    return Object.freeze(limits);
   }
 
   /** Runs due periodic work (the core's maintenance); every operation calls it first. */
@@ -75,14 +118,26 @@ export abstract class WorkerCatalog {
   get shuttingDown(): boolean { return this.closing; }
 
   upsertWorker(input: unknown): WorkerRecord {
-    return this.record(this.reconcileWorker(this.parse(WorkerRequestSchema, input)));
+    const req = this.parse(WorkerRequestSchema, input);
+    this.admit(req);
+    return this.record(this.reconcileWorker(req));
+  }
+
+  /**
+   * The checks {@link upsertWorker} runs before it changes anything (schema, endpoints, room for
+   * a new partition), alone: a source applying many records checks them all first.
+   */
+  checkWorker(input: unknown): void {
+    this.admit(this.parse(WorkerRequestSchema, input));
   }
 
   patchWorker(workerId: bigint, input: unknown): WorkerRecord {
     const patch = this.parse(WorkerPatchSchema, input);
     const existing = this.workers.get(workerId);
     if (!existing) throw workerNotFound(workerId);
-    return this.record(this.reconcileWorker(applyPatch(existing.req, patch)));
+    const req = applyPatch(existing.req, patch);
+    this.admit(req);
+    return this.record(this.reconcileWorker(req));
   }
 
   deleteWorker(workerId: bigint): WorkerRecord {
@@ -130,7 +185,10 @@ export abstract class WorkerCatalog {
       .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   }
 
-  /** Get or create a partition; a mismatching block size or eagle flag is a 409 SelectionError. */
+  /**
+   * Get or create a partition; a mismatching block size or eagle flag is a 409 SelectionError, no
+   * room for another partition (`--max-partitions`, or no free wasm index handle) a 429.
+   */
   ensurePartition(modelName: string, routingGroup: string, blockSize: number, isEagle: boolean): Partition {
     const key = partitionKeyOf(modelName, routingGroup);
     const p = this.partitions.get(key);
@@ -140,7 +198,16 @@ export abstract class WorkerCatalog {
       if (p.isEagle !== isEagle) throw new SelectionError('SEL_CONFLICT', `${label} has is_eagle ${p.isEagle}, but ${isEagle} was requested`);
       return p;
     }
-    const created = this.createPartition(key, modelName, routingGroup, blockSize, isEagle);
+    this.checkPartitionRoom(modelName, routingGroup, this.partitions.size);
+    let created: Partition;
+    try {
+      created = this.createPartition(key, modelName, routingGroup, blockSize, isEagle);
+    } catch (err) {
+      if (!(err instanceof Error && /wasm index handle/.test(err.message))) throw err;
+      this.limitRejections.partitions++;
+      throw new SelectionError('SEL_PARTITION_LIMIT', `cannot create ${partitionLabel(modelName, routingGroup)}: every one of the `
+        + `${LIMITS.wasmIndexHandles} wasm index handles of this process is in use (cores in one process share them)`);
+    }
     this.partitions.set(key, created);
     return created;
   }
@@ -186,13 +253,44 @@ export abstract class WorkerCatalog {
     if (blocks > 0 && this.fedByEvents) this.feed!.expectBlocks?.(workerId, dpRank, blocks, (done as PrefillDone).bookedAt);
   }
 
+  /**
+   * The checks a record passes before it changes anything: its endpoints against the endpoint
+   * policy (422), and room for the partition it would create (429). A worker that is the only one
+   * of its partition frees that partition when it moves, so its move never lacks room.
+   */
+  private admit(req: WorkerRequest): void {
+    if (this.endpointPolicy) {
+      const named: [string, string | undefined][] = [['kv_events_endpoint', req.kv_events_endpoint], ['replay_endpoint', req.replay_endpoint]];
+      for (const [rank, ep] of req.kv_events_endpoints) named.push([`kv_events_endpoints.${rank}`, ep]);
+      for (const [field, ep] of named) {
+        const why = ep === undefined ? null : this.endpointPolicy(ep);
+        if (why !== null) {
+          throw new SelectionError('SEL_ENDPOINT_NOT_ALLOWED', `Failed to deserialize the JSON body into the target type: ${field}: ${why}`);
+        }
+      }
+    }
+    const key = partitionKeyOf(req.model_name, req.routing_group);
+    if (this.partitions.has(key) || metadataReasons(req, { queueing: this.queueing, kvEvents: this.config.useKvEvents }).length > 0) return;
+    const prev = this.workers.get(req.worker_id);
+    const leaving = prev?.partitionKey != null ? this.partitions.get(prev.partitionKey) : undefined;
+    const freed = leaving !== undefined && leaving.workers.size === 1 ? 1 : 0;
+    this.checkPartitionRoom(req.model_name, req.routing_group, this.partitions.size - freed);
+  }
+
+  /** 429 when `current` partitions leave no room for another. */
+  private checkPartitionRoom(model: string, group: string, current: number): void {
+    if (current < this.limits.maxPartitions) return;
+    this.limitRejections.partitions++;
+    throw partitionLimit(model, group, current, this.limits.maxPartitions);
+  }
+
   /** Apply a full worker record: partition move, reasons, partition creation, rank diff, listeners. */
   private reconcileWorker(req: WorkerRequest): WorkerEntry {
     const key = partitionKeyOf(req.model_name, req.routing_group);
     const prev = this.workers.get(req.worker_id);
     const entry: WorkerEntry = { req, lifecycle: 'incomplete', reasons: [], partitionKey: null };
+    if (prev && prev.partitionKey !== null && (prev.partitionKey !== key || this.recreates(prev, req))) this.detach(prev);
     const oldRanks = prev && prev.partitionKey === key ? new Set(ranksOf(prev.req)) : null;
-    if (prev && prev.partitionKey !== null && prev.partitionKey !== key) this.detach(prev);
 
     const reasons = metadataReasons(req, { queueing: this.queueing, kvEvents: this.config.useKvEvents });
     let part: Partition | null = null;
@@ -232,7 +330,21 @@ export abstract class WorkerCatalog {
     return entry;
   }
 
-  /** Remove a worker from its partition: listeners, blocks, bookings, reservation rows. */
+  /**
+   * Whether re-registering `prev` as `req` in the same partition recreates it: `prev` is its only
+   * worker and the block size or eagle flag changes (the partition is emptied, then created anew).
+   */
+  private recreates(prev: WorkerEntry, req: WorkerRequest): boolean {
+    const part = prev.partitionKey === null ? undefined : this.partitions.get(prev.partitionKey);
+    return part !== undefined && part.workers.size === 1 && part.workers.has(req.worker_id)
+      && (part.blockSize !== req.block_size || part.isEagle !== (req.is_eagle ?? false));
+  }
+
+  /**
+   * Remove a worker from its partition: listeners, blocks, bookings, reservation rows. A partition
+   * left without workers is destroyed: its index handles are freed and a later worker may create
+   * it again, with any block size.
+   */
   private detach(e: WorkerEntry): void {
     if (e.partitionKey === null) return;
     const part = this.partitions.get(e.partitionKey);
@@ -243,6 +355,17 @@ export abstract class WorkerCatalog {
     for (const r of part.loads.ranks()) if (r.workerId === e.req.worker_id) this.dropRank(part, r.workerId, r.dpRank);
     part.index.removeWorker(e.req.worker_id);
     this.drain(part);
+    if (part.workers.size === 0) this.dropPartition(part);
+  }
+
+  /** Destroys an empty partition (queued requests of it fail with 503 first). */
+  private dropPartition(part: Partition): void {
+    for (const w of part.queue.payloads()) {
+      part.queue.remove(w);
+      w.fail(noEndpoints());
+    }
+    this.partitions.delete(part.key);
+    part.destroy();
   }
 
   private dropRank(part: Partition, workerId: bigint, dpRank: number): void {
@@ -264,7 +387,7 @@ export abstract class WorkerCatalog {
       : routing.kind === 'ttft' ? createTtftPolicy({ modelName, routingGroup, blockSize }, routing.params, (): PrefillRates => created.loads.prefillRates) : null;
     const created = new Partition(key, {
       modelName, routingGroup, blockSize, isEagle, clock: this.clock, rng: this.rng,
-      expirySecs: cfg.activeRequestExpirySecs, trackActiveBlocks: cfg.routerTrackActiveBlocks, policy,
+      expirySecs: cfg.activeRequestExpirySecs, policy,
       mode: !cfg.useKvEvents ? 'approximate' : cfg.routerPredictedTtlSecs !== null ? 'events+predicted' : 'events',
       ttlSecs: !cfg.useKvEvents ? cfg.routerTtlSecs : cfg.routerPredictedTtlSecs ?? cfg.routerTtlSecs,
     });

@@ -18,8 +18,6 @@ export interface LoadsOptions {
   rng: Rng;
   /** Absolute-age expiry of a booking, seconds (`DYN_ROUTER_ACTIVE_REQUEST_EXPIRY_SECS`). */
   expirySecs: number;
-  /** `router_track_active_blocks`: false tracks no blocks at all. */
-  trackActiveBlocks: boolean;
 }
 
 /** What a booking adds (AddRequest, algorithms §6.2). */
@@ -118,7 +116,7 @@ export class ActiveLoads {
     if (this.byId.has(id)) return false;
     const st = this.byRank.get(rankKey(workerId, dpRank));
     if (!st) return false;
-    const n = this.o.trackActiveBlocks ? input.nBlocks : 0;
+    const n = input.nBlocks;
     const words = new Uint32Array(Math.max(4, n * 2));
     words.set(input.seq.subarray(0, n * 2));
     for (let i = 0; i < n; i++) st.blocks.inc(words[2 * i], words[2 * i + 1]);
@@ -158,7 +156,6 @@ export class ActiveLoads {
   addOutputBlock(id: string, decayFraction?: number): boolean {
     const b = this.byId.get(id);
     if (!b) return false;
-    if (!this.o.trackActiveBlocks) return true;
     const rng = this.o.rng;
     const lo = Math.floor(rng.next() * 0x100000000) >>> 0, hi = Math.floor(rng.next() * 0x100000000) >>> 0;
     if ((b.nBlocks + 1) * 2 > b.words.length) {
@@ -226,7 +223,7 @@ export class ActiveLoads {
   /** {@link overlapDepth} by `worker:rank` key. */
   depthOf(key: string, seq: Uint32Array, nBlocks: number): number {
     const st = this.byRank.get(key);
-    if (!st || !this.o.trackActiveBlocks || st.blocks.size === 0) return 0;
+    if (!st || st.blocks.size === 0) return 0;
     let d = 0;
     while (d < nBlocks && st.blocks.has(seq[2 * d], seq[2 * d + 1])) d++;
     return d;

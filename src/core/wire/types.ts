@@ -20,7 +20,8 @@ export interface WorkerRecord {
   routing_group: string;
   endpoint: string | null;
   kv_events_endpoint: string | null;
-  kv_events_endpoints: Record<string, string>;
+  /** omitted when empty (Dynamo's newest `types.rs`) */
+  kv_events_endpoints?: Record<string, string>;
   replay_endpoint: string | null;
   block_size: number | null;
   data_parallel_start_rank: number | null;
@@ -59,7 +60,8 @@ export interface OverlapSummary { longest_matched: number; gpu: number; dp: Reco
 
 export interface WorkerLoad {
   active_prefill_tokens: number;
-  prefill_token_capacity: number | null;
+  /** the worker's `max_num_batched_tokens`, else Dynamo's default capacity (10,000,000) */
+  prefill_token_capacity: number;
   total_kv_blocks?: number;
   prefill_busy?: boolean;
 }

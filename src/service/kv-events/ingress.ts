@@ -253,6 +253,8 @@ export class ZmqKvIngress implements IndexFeed {
     feed.listener = new KvListener({
       workerId, dpRank, endpoint, replayEndpoint, counters, applier, decoder: this.decoder, pacer: this.pacer,
       ready: this.ready, replayIdleTimeoutMs: this.replayIdleTimeoutMs, maxMessageBytes: this.maxMessageBytes, logger: this.logger,
+      // the worker's ranks as of now (a kept listener sees later reconciles)
+      ownsRank: (rank) => this.workers.get(workerId)?.ranks.has(rank) === true,
       onTransport: (state, reason) => this.onTransport(workerId, feed, state, reason),
     });
     return feed;

@@ -16,6 +16,11 @@ export interface DroppedFrames {
   undecodable: number;
   /** Valid msgpack that is not a batch (`[ts, events, rank?]` or a map with ts and events). */
   badShape: number;
+  /**
+   * A batch whose `data_parallel_rank` is not one of the worker's ranks: its events would be
+   * indexed under a rank the worker does not have (in sequence, so the watermark moves past it).
+   */
+  unknownRank: number;
 }
 
 /** Events dropped inside an otherwise good batch. */
@@ -76,7 +81,7 @@ export function newCounters(): IngestCounters {
     batchesApplied: 0, batchesReplayed: 0, eventsApplied: 0, blocksStored: 0, blocksRemoved: 0, clears: 0,
     staleBatches: 0, gaps: 0, batchesLost: 0, replays: 0, replayFailures: 0, storesStopped: 0, parentNotFound: 0,
     invalidSequence: 0, unknownRemoved: 0, oversizeMessages: 0, protocolErrors: 0, applyErrors: 0, tokenCountMismatches: 0,
-    droppedFrames: { frameCount: 0, seqLength: 0, undecodable: 0, badShape: 0 },
+    droppedFrames: { frameCount: 0, seqLength: 0, undecodable: 0, badShape: 0, unknownRank: 0 },
     droppedEvents: { malformed: 0, nonMainAttention: 0, unknownKind: 0, unlearnedGroup: 0, ambiguousNamespace: 0, blockSizeMismatch: 0 },
   };
 }
@@ -98,10 +103,10 @@ export function addCounters(into: IngestCounters, from: Readonly<IngestCounters>
   return into;
 }
 
-/** Batches dropped before anything was applied: bad frames, undecodable or mis-shaped payloads, stale seqs. */
+/** Batches dropped before anything was applied: bad frames, undecodable or mis-shaped payloads, unknown ranks, stale seqs. */
 export const droppedBatches = (c: Readonly<IngestCounters>): number => {
   const d = c.droppedFrames;
-  return d.frameCount + d.seqLength + d.undecodable + d.badShape + c.staleBatches;
+  return d.frameCount + d.seqLength + d.undecodable + d.badShape + d.unknownRank + c.staleBatches;
 };
 
 /** Stores that can never match a selection: another block size, or too few tokens per block. */

@@ -49,7 +49,7 @@ test('learner: the prior counts as weightTokens observed tokens', () => {
 
 test('loads feed the learner on prefill completion (local and mirrored bookings alike)', () => {
   const clock = new ManualClock();
-  const l = new ActiveLoads({ blockSize: 4, clock, rng: seededRng(1), expirySecs: 300, trackActiveBlocks: true });
+  const l = new ActiveLoads({ blockSize: 4, clock, rng: seededRng(1), expirySecs: 300 });
   l.addRank(1n, 0);
   const input = { seq: new Uint32Array(8), nBlocks: 0, trackPrefillTokens: true, prefillTokens: 3000, islTokens: 3000 };
   l.book('a', 1n, 0, input);

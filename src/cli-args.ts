@@ -38,6 +38,8 @@ export interface CliOptions {
   readonly sessionAffinity: { readonly ttlSecs: number; readonly mode: 'hard' | 'soft' } | null;
   readonly logLevel: LogLevel;
   readonly workersFile: string | null;
+  /** KV-feed health window, seconds (null: the service's default, 30). */
+  readonly kvFeedSilenceSecs: number | null;
   readonly routingPolicy: string | null;
   /** KV-event messages above this size are dropped and counted. */
   readonly kvEventsMaxMessageBytes: number;
@@ -86,6 +88,7 @@ export const FLAGS: readonly Flag[] = [
   { name: '--session-affinity-mode', value: 'MODE', default: 'hard', help: 'hard or soft (needs --session-affinity-ttl-secs)' },
   { name: '--log-level', value: 'LEVEL', default: 'info', help: LOG_LEVELS.join(', ') },
   { name: '--workers-file', value: 'PATH', default: 'none', help: 'JSON array of worker records to keep the catalog in sync with' },
+  { name: '--kv-feed-silence-secs', value: 'SECS', default: '30', help: 'KV-feed health window: warn about a rank not connected, disconnected or silent this long' },
   { name: '--routing-policy', value: 'NAME', default: 'env', help: 'kv (Dynamo\'s cost, the default) or ttft[:name=value...]; overrides SELECT_SERVICE_ROUTING_POLICY' },
   { name: '--kv-events-max-message-bytes', value: 'N', default: '67108864', help: 'KV-event messages above this size are dropped (and counted)' },
   { name: '--max-prompt-blocks', value: 'N', default: `${LIMITS.defaultMaxPromptBlocks} (${LIMITS.defaultMaxPromptBlocksRecorded} when bookings are indexed)`,
@@ -253,6 +256,8 @@ export function parseCliArgs(argv: readonly string[], env: Readonly<Record<strin
     maxEntries: num('--selection-cache-max-entries', true, 0) ?? undefined,
     maxBytes: num('--selection-cache-max-bytes', true, 0) ?? undefined,
   };
+  const silence = num('--kv-feed-silence-secs', false, 0);
+  if (silence === 0) problems.push('--kv-feed-silence-secs: must be greater than 0 (got "0")');
   const limits = {
     maxPromptBlocks: num('--max-prompt-blocks', true, 1, LIMITS.maxPromptItems) ?? undefined,
     maxBookings: num('--max-bookings', true, 1) ?? undefined,
@@ -278,6 +283,7 @@ export function parseCliArgs(argv: readonly string[], env: Readonly<Record<strin
     sessionAffinity: ttl === null ? null : { ttlSecs: ttl, mode: mode === 'soft' ? 'soft' : 'hard' },
     logLevel: logLevel as LogLevel,
     workersFile: str('--workers-file'),
+    kvFeedSilenceSecs: silence,
     routingPolicy: str('--routing-policy'),
     kvEventsMaxMessageBytes: num('--kv-events-max-message-bytes', true, 1) ?? DEFAULT_MAX_MESSAGE_BYTES,
     limits: Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)),

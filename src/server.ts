@@ -39,6 +39,7 @@ export async function runServer(opts: CliOptions, config: RouterConfig, env: Rea
   if (auth) builder.peerToken(() => auth.outbound);
   if (opts.replicaSyncPort !== null) builder.replicaSync(opts.replicaSyncPort, opts.replicaSyncPeers);
   if (opts.sessionAffinity) builder.sessionAffinity(opts.sessionAffinity);
+  if (opts.kvFeedSilenceSecs !== null) builder.kvFeedSilence(opts.kvFeedSilenceSecs);
   const service = await builder.build().catch((err: unknown) => { auth?.close(); throw err; });
   if (config.useKvEvents) {
     log.info({ openFilesSoft: fds?.soft ?? null, openFilesHard: fds?.hard ?? null, maxKvEventRanks: maxRanks },

@@ -36,7 +36,7 @@ import type { AffinityLease, Hold } from './booking/affinity.js';
 import { Booker, type BookerContext } from './booking/booker.js';
 import { PendingSelectionCache } from './booking/pending.js';
 import { ReservationIndex, type ClaimToken } from './booking/reservations.js';
-import type { CoreOptions } from './options.js';
+import type { CoreOptions, SelectionEvent, SelectionRoute } from './options.js';
 import type { AffinityEvent, LifecycleEvent } from './wire/events.js';
 import { MS, systemRng, type Rng } from './random.js';
 import type {
@@ -49,6 +49,9 @@ export type CoreResult = { ok: true; core: SelectionCore } | { ok: false; error:
 
 /** What every prompt request carries: the prompt, its partition and an optional router override. */
 type PromptRequest = PromptFields & { model_name: string; routing_group: string; router_config_override?: SelectAndReserveRequest['router_config_override'] };
+
+/** What an operation tells {@link SelectionCore.observed} beyond its response. */
+interface Observation { booked?: SelectionEvent['booked'] }
 
 /**
  * `prefill_token_capacity` of an advisory `worker_load` for a worker without
@@ -194,14 +197,27 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
   // ---- selection ----------------------------------------------------------------------------
 
   /** Query-only selection: books nothing; caches the booking inputs under a selection_id; advisory adds worker load. */
-  async select(input: unknown, opts: SelectOptions = {}): Promise<SelectResponse> {
+  select(input: unknown, opts: SelectOptions = {}): Promise<SelectResponse> {
+    return this.observed('select', input, () => this.selectOnly(input, opts));
+  }
+
+  /** Claims the id, holds the session, schedules, commits the binding and books, atomically. */
+  selectAndReserve(input: unknown, opts: SelectOptions = {}): Promise<SelectResponse> {
+    return this.observed('select_and_reserve', input, async (obs) => {
+      const res = await this.selectAndBook(input, opts);
+      obs.booked = { workerId: res.worker_id, dpRank: res.dp_rank, deviceOverlapTokens: res.overlap.gpu, islTokens: res.isl_tokens ?? 0 };
+      return res;
+    });
+  }
+
+  private async selectOnly(input: unknown, opts: SelectOptions): Promise<SelectResponse> {
     const { req, part, eff, prompt } = this.open(this.parse(SelectRequestSchema, input));
     const finish = (choice: Choice): SelectResponse => {
       if (req.selection_id !== undefined) {
         this.pending.insert(req.model_name, req.routing_group, req.selection_id, {
           workerId: choice.entry.req.worker_id, dpRank: choice.dpRank,
           sequenceHashes: prompt.seq, blockHashes: prompt.locals,
-          islTokens: prompt.isl, effectivePrefillTokens: choice.effectivePrefillTokens,
+          islTokens: prompt.isl, effectivePrefillTokens: choice.effectivePrefillTokens, deviceOverlapTokens: choice.overlap.gpu,
           expectedOutputTokens: req.expected_output_tokens, trackPrefillTokens: eff.trackPrefillTokens,
           loraName: req.lora_name, sessionId: req.session_context?.session_id ?? req.session_id,
         });
@@ -226,8 +242,7 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
     return this.sched.admit(part, req, prompt, eff, opts, steer, (cache) => finish(this.sched.schedule(part, req, prompt, eff, cache, steer)), () => {});
   }
 
-  /** Claims the id, holds the session, schedules, commits the binding and books, atomically. */
-  async selectAndReserve(input: unknown, opts: SelectOptions = {}): Promise<SelectResponse> {
+  private async selectAndBook(input: unknown, opts: SelectOptions): Promise<SelectResponse> {
     const { req, part, eff, prompt } = this.open(this.parse(SelectAndReserveRequestSchema, input));
     const id = req.selection_id ?? this.booker.uuid();
     const claim = this.claim(id, part.key);
@@ -274,10 +289,14 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
    * `/select` captured; the explicit form (with `worker_id`) discards any cached entry and books
    * a schedulable rank strictly.
    */
-  async createReservation(input: unknown): Promise<ReservationResponse> {
+  createReservation(input: unknown): Promise<ReservationResponse> {
+    return this.observed('reservations', input, (obs) => this.reserve(input, obs));
+  }
+
+  private async reserve(input: unknown, obs: Observation): Promise<ReservationResponse> {
     const req = this.parse(ReservationRequestSchema, input);
     const { model_name: model, routing_group: group, selection_id: id } = req;
-    if (req.worker_id === undefined) return this.replayReservation(model, group, id);
+    if (req.worker_id === undefined) return this.replayReservation(model, group, id, obs);
 
     this.pending.discard(model, group, id);
     const { part, eff, prompt } = this.open(req, false);
@@ -303,7 +322,7 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
   }
 
   /** Replay form: book only the cached inputs; failures keep the entry. */
-  private async replayReservation(model: string, group: string, id: string): Promise<ReservationResponse> {
+  private async replayReservation(model: string, group: string, id: string, obs: Observation): Promise<ReservationResponse> {
     const hit = this.pending.peek(model, group, id);
     if (!hit) throw pendingNotFound(id, model, group);
     const v = hit.value;
@@ -340,6 +359,9 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
       throw err;
     }
     this.pending.removeIfGeneration(model, group, id, hit.generation);
+    if (v.deviceOverlapTokens !== undefined) {
+      obs.booked = { workerId: v.workerId, dpRank: v.dpRank, deviceOverlapTokens: v.deviceOverlapTokens, islTokens: v.islTokens };
+    }
     return { selection_id: id, model_name: model, routing_group: group, worker_id: v.workerId, dp_rank: v.dpRank, endpoint: entry.req.endpoint ?? '' };
   }
 
@@ -347,7 +369,7 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
   prefillComplete(reservationId: string): StatusOk {
     this.live();
     const b = this.booking(reservationId);
-    b.part.loads.prefillComplete(reservationId);
+    this.expectBlocks(b.part, b.workerId, b.dpRank, b.part.loads.prefillComplete(reservationId));
     this.publishLifecycle(b, reservationId, 'prefill_complete');
     this.sched.drain(b.part);
     return { status: 'ok' };
@@ -497,7 +519,7 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
     }
     const row = this.reservations.lookup(id);
     if (!row || row.partitionKey !== part.key || !part.loads.has(id)) return false;
-    if (e.kind === 'prefill_complete') part.loads.prefillComplete(id);
+    if (e.kind === 'prefill_complete') this.expectBlocks(part, row.workerId, row.dpRank, part.loads.prefillComplete(id));
     else {
       part.loads.free(id);
       this.removeRow(id);
@@ -530,6 +552,38 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
   }
 
   protected drain(part: Partition): void { this.sched.drain(part); }
+
+  /**
+   * Runs a selection operation and reports it to `hooks.onSelection` (route, partition, outcome,
+   * duration, and what `obs` says about the booking); without the hook it only runs it.
+   */
+  private async observed<T extends { model_name: string; routing_group: string }>(route: SelectionRoute, input: unknown,
+    op: (obs: Observation) => Promise<T>): Promise<T> {
+    const hook = this.hooks.onSelection;
+    const obs: Observation = {};
+    if (!hook) return op(obs);
+    const t0 = performance.now();
+    try {
+      const res = await op(obs);
+      hook({ route, modelName: res.model_name, routingGroup: res.routing_group, outcome: 'ok', seconds: (performance.now() - t0) / 1000, booked: obs.booked });
+      return res;
+    } catch (err) {
+      const [modelName, routingGroup] = this.partitionNamed(input);
+      const outcome = err instanceof SelectionError && (err.status === 429 || err.status === 503) ? 'rejected' : 'error';
+      hook({ route, modelName, routingGroup, outcome, seconds: (performance.now() - t0) / 1000 });
+      throw err;
+    }
+  }
+
+  /** `[model_name, routing_group]` of a request body when that partition exists, else `['', '']`. */
+  private partitionNamed(input: unknown): [string, string] {
+    if (typeof input === 'object' && input !== null) {
+      const { model_name: model, routing_group } = input as Record<string, unknown>;
+      const group = routing_group ?? 'default';
+      if (typeof model === 'string' && typeof group === 'string' && this.partitions.has(partitionKeyOf(model, group))) return [model, group];
+    }
+    return ['', ''];
+  }
 
   /**
    * The opening steps of every prompt request: the prompt fields' 400s, the ready partition (or

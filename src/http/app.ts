@@ -9,6 +9,7 @@
  * limits, error handler and 404 for the whole server; {@link buildApp} does both (tests,
  * embedding). Listening and signals belong to the process entry (server.ts).
  */
+import { randomUUID } from 'node:crypto';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -25,8 +26,13 @@ import { ROUTES, run, type RouteDef } from './routes.js';
 
 /** Options of {@link createServer}. */
 export interface ServerOptions {
-  /** Pino options (e.g. `{ level: 'info' }`; structured JSON lines on stdout), or `false` (the default). */
-  logger?: boolean | { level: string };
+  /**
+   * Pino options (e.g. `{ level: 'info' }`; structured JSON lines on stdout, or on `stream`), or
+   * `false` (the default).
+   */
+  logger?: boolean | { level: string; stream?: { write(line: string): void } };
+  /** The level of the one line per finished request (default `debug`, see RequestLogs; failures always log at error). */
+  requestLogLevel?: 'info' | 'debug';
   /**
    * A request (headers and body) must arrive in full within this many ms, else 408 and the
    * connection closes; 0 = no limit. Default `LIMITS.requestTimeoutMs` (30 s).
@@ -53,16 +59,30 @@ export interface BearerAuth { verify(authorization: string | undefined): boolean
 /** Paths (under the plugin's prefix) answered without authentication: probes and metrics scrapers carry no token. */
 export const UNAUTHENTICATED_PATHS: ReadonlySet<string> = new Set(['/health', '/ready', '/metrics']);
 
+/** The request-id header: honoured when it comes in, always sent back. */
+export const REQUEST_ID_HEADER = 'x-request-id';
+/** An incoming id is used when it is 1-128 visible ASCII characters; anything else gets a fresh one. */
+const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+
+/** The request's id: the client's `x-request-id` when usable, else a random UUID. */
+export function requestId(req: { headers: Record<string, string | string[] | undefined> }): string {
+  const h = req.headers[REQUEST_ID_HEADER];
+  return typeof h === 'string' && REQUEST_ID.test(h) ? h : randomUUID();
+}
+
 /**
- * Per-request lines at debug level: a selection service answers thousands of small requests a
- * second, and an info line for each would cost more than the selection. Failures still log at
- * error (error-handler.ts).
+ * One line per finished request (`request completed`, with its id, method, url, status and time)
+ * at `debug` by default, or at `info` when configured so; `incoming request` lines only at trace;
+ * failures always at error (error-handler.ts). Why debug: the info line costs ~10 µs of the
+ * event loop per request at best (JSON serialization ~1.5 µs plus a synchronous write), and made
+ * a `/select` 1.1-1.5x slower at p50 in the paired bench rows (bench/RESULTS.md, "Request logs").
  */
-class DebugRequestLogs extends Fastify.LogController {
-  override incomingRequest(req: FastifyRequest): void { req.log.debug({ req }, 'incoming request'); }
-  override requestCompleted(err: Error | null | undefined, _req: FastifyRequest, reply: FastifyReply): void {
-    if (err) reply.log.error({ res: reply, err, responseTime: reply.elapsedTime }, 'request errored');
-    else reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
+class RequestLogs extends Fastify.LogController {
+  constructor(private readonly level: 'info' | 'debug') { super(); }
+  override incomingRequest(req: FastifyRequest): void { req.log.trace({ req }, 'incoming request'); }
+  override requestCompleted(err: Error | null | undefined, req: FastifyRequest, reply: FastifyReply): void {
+    if (err) reply.log.error({ req, res: reply, err, responseTime: reply.elapsedTime }, 'request errored');
+    else reply.log[this.level]({ req, res: reply, responseTime: reply.elapsedTime }, 'request completed');
   }
 }
 
@@ -85,9 +105,9 @@ function clientError(err: NodeJS.ErrnoException, socket: Socket): void {
 }
 
 /**
- * A Fastify instance for the service: 8 MiB bodies, long path ids, the transport timeouts, the
- * `{"error": ...}` error handler and `404 {"error":"route not found"}` for the whole server. The
- * Node server is made here: Node 20 enforces `requestTimeout` only when it is given to the
+ * A Fastify instance for the service: 8 MiB bodies, long path ids, the transport timeouts, request
+ * ids (`x-request-id` honoured and echoed), the `{"error": ...}` error handler and
+ * `404 {"error":"route not found"}` for the whole server. The Node server is made here: Node 20 enforces `requestTimeout` only when it is given to the
  * constructor (Fastify sets it afterwards, where it has no effect).
  */
 export function createServer(opts: ServerOptions = {}): FastifyInstance {
@@ -110,7 +130,8 @@ export function createServer(opts: ServerOptions = {}): FastifyInstance {
     bodyLimit: LIMITS.requestBodyLimitBytes,
     // Reservation ids are client strings of any length (Fastify's default cap is 100 chars -> 404).
     routerOptions: { maxParamLength: 16 * 1024 },
-    logController: new DebugRequestLogs(),
+    logController: new RequestLogs(opts.requestLogLevel ?? 'debug'),
+    genReqId: requestId,
     // While closing, requests on open keep-alive connections still reach the routes: /ready then
     // answers its 503 body and selections `selection service is shutting down`, instead of
     // Fastify's own 503 body (which is not the `{"error": ...}` shape).
@@ -119,6 +140,7 @@ export function createServer(opts: ServerOptions = {}): FastifyInstance {
     // handler; route them to the same mapping.
     frameworkErrors: sendError,
   });
+  app.addHook('onRequest', (req, reply, done) => { reply.header(REQUEST_ID_HEADER, req.id); done(); });
   installErrorHandler(app);
   installNotFound(app);
   return app;
@@ -131,8 +153,8 @@ export const ALL_ROUTES: readonly RouteDef[] = [...ROUTES, openApiRoute(ROUTES, 
  * Mounts the selection API in its own encapsulated scope (under `prefix` when given). Without a
  * prefix the API owns the paths of its routes (every method: the others answer 405); the host's
  * routes, parsers, serializer, error handler and 404 handler are untouched either way. With
- * `auth`, every route of the API but the probes (and a `/metrics` route, were it ours) needs a
- * valid bearer token, checked before anything else (a 401 before a 405).
+ * `auth`, every route of the API but the probes and `/metrics` needs a valid bearer token,
+ * checked before anything else (a 401 before a 405).
  */
 export const selectionApi: FastifyPluginAsync<SelectionApiOptions> = async (app, { service, auth }) => {
   const prefix = app.prefix;

@@ -35,6 +35,7 @@ export const COMPONENTS: Readonly<Record<string, z.ZodType>> = {
   DumpPartition: R.DumpPartitionSchema, DumpResponse: R.DumpResponseSchema, StatusOk: R.StatusOkSchema, Error: R.ErrorSchema,
   QueueRejection: R.QueueRejectionSchema, QueueRejectionDetails: R.QueueRejectionDetailsSchema,
   LimitRejection: R.LimitRejectionSchema, LimitRejectionDetails: R.LimitRejectionDetailsSchema,
+  KvFeedStatus: R.KvFeedStatusSchema,
   // requests
   WorkerRequest: WorkerRequestSchema, WorkerPatch: R.WorkerPatchDocSchema, SelectRequest: SelectRequestSchema,
   SelectAndReserveRequest: SelectAndReserveRequestSchema, ReservationRequest: ReservationRequestSchema, PromptQuery: PromptQuerySchema,
@@ -51,6 +52,7 @@ const TAGS: Readonly<Record<string, { segments: readonly string[]; description: 
   inspection: { segments: ['loads', 'potential_loads', 'overlap_scores', 'dump'], description: 'Loads, cache overlap and the index snapshot' },
   health: { segments: ['health', 'ready'], description: 'Liveness and readiness probes' },
   replicas: { segments: ['replica_sync'], description: 'Replica-sync peers of this replica' },
+  metrics: { segments: ['metrics'], description: 'Prometheus metrics: KV-feed health, index, selections, queues' },
   meta: { segments: ['openapi.json'], description: 'This document' },
 };
 
@@ -63,6 +65,7 @@ const OPERATION_IDS: Readonly<Record<string, string>> = {
   'DELETE /reservations/:id': 'freeReservation', 'GET /loads': 'loads', 'POST /potential_loads': 'potentialLoads',
   'POST /overlap_scores': 'overlapScores', 'GET /dump': 'dump', 'POST /replica_sync/register_peer': 'registerReplicaPeer',
   'POST /replica_sync/deregister_peer': 'deregisterReplicaPeer', 'GET /replica_sync/peers': 'listReplicaPeers', 'GET /openapi.json': 'openApi',
+  'GET /metrics': 'metrics',
 };
 
 // zod deep-copies the schema through JSON.stringify, which refuses bigint: the exact bounds

@@ -14,9 +14,9 @@ import type { ServiceApi } from '../core/wire/types.js';
 import { jsonObjectBody } from './content-type.js';
 import { filterQuery, pathU64, selectOptions } from './request-input.js';
 import {
-  BookingResponseSchema, DumpResponseSchema, ModelLoadResponseSchema, OverlapScoresResponseSchema, PeersResponseSchema,
-  PotentialLoadSchema, ReadyResponseSchema, ReservationResponseSchema, SelectResponseSchema, StatusOkSchema, WorkerPatchDocSchema,
-  WorkerRecordSchema,
+  BookingResponseSchema, DumpResponseSchema, MetricsResponseSchema, ModelLoadResponseSchema, OverlapScoresResponseSchema,
+  PeersResponseSchema, PotentialLoadSchema, ReadyResponseSchema, ReservationResponseSchema, SelectResponseSchema, StatusOkSchema,
+  WorkerPatchDocSchema, WorkerRecordSchema,
 } from './response-schemas.js';
 
 /** The methods the API uses (GET routes also answer HEAD). */
@@ -137,6 +137,13 @@ export const ROUTES: readonly RouteDef[] = [
     handle: (c) => { c.service.deregisterReplicaPeer(peerEndpoint(c.body)); return { status: 'ok' }; } },
   { method: 'GET', url: '/replica_sync/peers', body: 'none', status: 200, summary: 'Replica-sync peers, sorted',
     response: PeersResponseSchema, errors: {}, handle: (c) => c.service.listReplicaPeers() },
+  { method: 'GET', url: '/metrics', body: 'none', status: 200, summary: 'Prometheus metrics (text exposition format)',
+    response: MetricsResponseSchema, mediaType: 'text/plain', errors: {},
+    handle: async (c) => {
+      const m = await c.service.metrics();
+      c.reply.type(m.contentType);
+      return m.text;
+    } },
 ];
 
 /** Runs a route: body rule, handler, status. Thrown errors go to the one error handler. */

@@ -20,18 +20,23 @@ import type { RouterEvent } from '../core/index/kv-index.js';
 import { ConfigError, LIMITS, type RouterConfig } from '../core/config/config.js';
 import { parseTrackingKey } from '../core/index/tracking-hash.js';
 import { SelectionError, replicaSyncDisabled } from '../core/errors.js';
-import type { ServiceApi } from '../core/wire/types.js';
+import type { MetricsExposition, ServiceApi } from '../core/wire/types.js';
+import { getWasm } from '../core/index/wasm.js';
+import type { Registry } from 'prom-client';
+import { ServiceMetrics } from './metrics.js';
 import { ReplicaSync } from './replica-sync.js';
-import { ZmqKvIngress } from './kv-events/ingress.js';
+import { ZmqKvIngress, type RankFeedSample } from './kv-events/ingress.js';
+import { DEFAULT_KV_FEED_SILENCE_SECS } from './kv-events/feed-health.js';
 import type { WorkerIngestStats } from './kv-events/stats.js';
 import { silentLogger, type Logger } from './logger.js';
 
 /** What the service needs of the KV-event ingress. */
-interface IngressHandle extends IndexFeed {
+interface IngressHandle extends Required<IndexFeed> {
   setIndexerReady(): void;
   close(): Promise<void>;
   stats(): WorkerIngestStats[];
   stats(workerId: bigint): WorkerIngestStats | null;
+  samples(): RankFeedSample[];
 }
 
 /** Everything the builder collects. */
@@ -49,6 +54,8 @@ export interface ServiceOptions {
   trackingKey?: Uint8Array;
   /** A KV-event feed; by default the ZMQ ingress when `use_kv_events` is on. */
   feed?: IndexFeed | null;
+  /** The KV-feed health window, seconds (`--kv-feed-silence-secs`). */
+  kvFeedSilenceSecs: number;
   /** Limits of the default KV-event ingress. */
   kvEvents: KvEventLimits;
   /** Capacity limits (`--max-*`). */
@@ -67,6 +74,7 @@ export class SelectionServiceBuilder {
   private readonly o: ServiceOptions = {
     indexerPeers: [], replicaSyncPort: null, replicaSyncPeers: [], selectionCache: {}, sessionAffinity: null,
     policies: null, logger: silentLogger, kvEvents: {}, limits: {}, allowedEndpoints: [], peerToken: null,
+    kvFeedSilenceSecs: DEFAULT_KV_FEED_SILENCE_SECS,
   };
 
   constructor(private readonly config: RouterConfig) {}
@@ -87,6 +95,11 @@ export class SelectionServiceBuilder {
   trackingKey(k: Uint8Array): this { this.o.trackingKey = k; return this; }
   /** Replace the KV-event feed (null: none, the index is fed by the host). */
   feed(f: IndexFeed | null): this { this.o.feed = f; return this; }
+  /**
+   * The KV-feed health window: a rank still not connected, or disconnected, this long is warned
+   * about, and so is one whose completed prefills are followed by no batch this long (default 30 s).
+   */
+  kvFeedSilence(secs: number): this { this.o.kvFeedSilenceSecs = secs; return this; }
   /** Limits of the default KV-event ingress (by default no rank cap: the CLI derives one from `ulimit -n`). */
   kvEvents(l: KvEventLimits): this { this.o.kvEvents = { ...l }; return this; }
   /** Capacity limits: prompt blocks, live bookings, partitions (README "Limits"). */
@@ -109,6 +122,9 @@ export class SelectionServiceBuilder {
     if (o.replicaSyncPort !== null && !(Number.isInteger(o.replicaSyncPort) && o.replicaSyncPort > 0 && o.replicaSyncPort <= 65535)) {
       throw new ConfigError([`--replica-sync-port: must be an integer between 1 and 65535 (got ${o.replicaSyncPort})`]);
     }
+    if (!(Number.isFinite(o.kvFeedSilenceSecs) && o.kvFeedSilenceSecs > 0)) {
+      throw new ConfigError([`--kv-feed-silence-secs: must be a number greater than 0 (got ${o.kvFeedSilenceSecs})`]);
+    }
     let policy: EndpointPolicy | null = null;
     try {
       if (o.allowedEndpoints.length > 0) policy = endpointPolicy(o.allowedEndpoints);
@@ -119,7 +135,8 @@ export class SelectionServiceBuilder {
     const policyConfig = await readPolicyConfig(cfg);
     const hooks: CoreHooks = {};
     // The ZMQ ingress is the default feed when use_kv_events is on (a given feed replaces it).
-    const ingress: IngressHandle | null = o.feed === undefined && cfg.useKvEvents ? new ZmqKvIngress({ logger: o.logger, ...o.kvEvents }) : null;
+    const ingress: IngressHandle | null = o.feed === undefined && cfg.useKvEvents
+      ? new ZmqKvIngress({ logger: o.logger, ...o.kvEvents, clock: o.clock, silenceSecs: o.kvFeedSilenceSecs }) : null;
     const feed = o.feed === undefined ? ingress : o.feed;
     const coreOptions: CoreOptions = {
       clock: o.clock, rng: o.rng, selectionCache: o.selectionCache, trackingKey, policies: o.policies ?? undefined,
@@ -220,10 +237,19 @@ export class SelectionService extends SelectionCore implements ServiceApi {
   private readonly timer: ReturnType<typeof setInterval>;
   private closed: Promise<void> | null = null;
   private replica: ReplicaSync | null = null;
+  private readonly prom: ServiceMetrics;
 
   private constructor(config: RouterConfig, core: CoreOptions, rng: Rng, private readonly options: ServiceOptions,
     private readonly ingress: IngressHandle | null) {
     super(config, core, SelectionCore.normalizerFor(config, core, rng), rng);
+    this.prom = new ServiceMetrics({
+      partitionList: () => this.partitionList(),
+      pendingSelections: () => this.pending.size(),
+      wasmInstances: () => [getWasm(), ...this.partitionList().map((p) => p.index.index.wasm)],
+      feedSamples: () => this.ingress?.samples() ?? [],
+      replicaStats: () => this.replica?.stats ?? null,
+    });
+    this.hooks.onSelection = this.prom.onSelection;
     this.timer = setInterval(() => {
       try { this.maintain(); } catch (err) { options.logger.error({ err }, 'maintenance failed'); }
     }, 1000);
@@ -252,6 +278,12 @@ export class SelectionService extends SelectionCore implements ServiceApi {
   }
 
   listReplicaPeers(): string[] { return this.replica ? this.replica.list() : []; }
+
+  /** `GET /metrics`: this service's Prometheus families plus the process metrics. */
+  metrics(): Promise<MetricsExposition> { return this.prom.scrape(); }
+
+  /** This service's own prom-client registry (its families only), e.g. to merge into an embedder's. */
+  get metricsRegistry(): Registry { return this.prom.registry; }
 
   /** Replica-sync counters (null when replica sync is off). */
   replicaStats(): ReplicaSync['stats'] | null { return this.replica?.stats ?? null; }

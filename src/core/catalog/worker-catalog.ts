@@ -20,7 +20,7 @@ import {
   workerNotFound,
 } from '../errors.js';
 import { FilterQuerySchema, WorkerPatchSchema, WorkerRequestSchema, parseBody, type FilterQuery, type WorkerRequest } from '../wire/schemas.js';
-import type { ReadyResponse, WorkerRecord } from '../wire/types.js';
+import type { Lifecycle, ReadyResponse, WorkerRecord } from '../wire/types.js';
 import type { IndexFeed } from '../index/feed.js';
 import { policyConfigQueues, resolveProfile, type RouterPolicyConfig } from '../select/policy-config.js';
 import type { PolicyRegistry, WorkerSelectionPolicy } from '../select/policy.js';
@@ -32,9 +32,11 @@ import { SessionAffinityTable } from '../booking/affinity.js';
 import type { CoreHooks, CoreLimits, CoreOptions, EndpointPolicy, SessionAffinityConfig } from '../options.js';
 import { systemClock, type Clock, type Rng } from '../random.js';
 import {
-  applyPatch, compareRecords, eventEndpoints, metadataReasons, partitionKeyOf, ranksOf, toRecord, type WorkerEntry,
+  applyPatch, compareRecords, countFeedStates, eventEndpoints, failedFeeds, metadataReasons, partitionKeyOf, ranksOf, toRecord,
+  type WorkerEntry,
 } from './catalog.js';
 import { Partition } from './partition.js';
+import type { PrefillDone } from '../load/loads.js';
 
 export abstract class WorkerCatalog {
   readonly config: RouterConfig;
@@ -53,7 +55,7 @@ export abstract class WorkerCatalog {
   protected readonly partitions = new Map<string, Partition>();
   /** Set by shutdown: mutations and selections then fail. */
   protected closing = false;
-  private readonly feed: IndexFeed | null;
+  protected readonly feed: IndexFeed | null;
   private readonly policies: PolicyRegistry | null;
   private readonly policyParameters: Readonly<Record<string, unknown>>;
   private readonly policyConfig: RouterPolicyConfig | null;
@@ -118,7 +120,7 @@ export abstract class WorkerCatalog {
   upsertWorker(input: unknown): WorkerRecord {
     const req = this.parse(WorkerRequestSchema, input);
     this.admit(req);
-    return toRecord(this.reconcileWorker(req));
+    return this.record(this.reconcileWorker(req));
   }
 
   /**
@@ -135,7 +137,7 @@ export abstract class WorkerCatalog {
     if (!existing) throw workerNotFound(workerId);
     const req = applyPatch(existing.req, patch);
     this.admit(req);
-    return toRecord(this.reconcileWorker(req));
+    return this.record(this.reconcileWorker(req));
   }
 
   deleteWorker(workerId: bigint): WorkerRecord {
@@ -145,7 +147,7 @@ export abstract class WorkerCatalog {
     this.detach(e);
     e.lifecycle = 'unschedulable';
     this.workers.delete(workerId);
-    return toRecord(e, 'unschedulable');
+    return this.record(e, 'unschedulable');
   }
 
   listWorkers(filter: FilterQuery | unknown = {}): WorkerRecord[] {
@@ -154,15 +156,19 @@ export abstract class WorkerCatalog {
     for (const e of this.workers.values()) {
       if (f.model_name !== undefined && e.req.model_name !== f.model_name) continue;
       if (f.routing_group !== undefined && e.req.routing_group !== f.routing_group) continue;
-      out.push(toRecord(e));
+      out.push(this.record(e));
     }
     return out.sort(compareRecords);
   }
 
+  /** Readiness; with described KV feeds, `kv_feeds` counts the ranks of every worker per feed state. */
   ready(): ReadyResponse {
     let n = 0;
     for (const e of this.workers.values()) if (e.lifecycle === 'schedulable') n++;
-    return { ready: !this.closing && n > 0, schedulable_workers: n, workers: this.listWorkers() };
+    const workers = this.listWorkers();
+    const res: ReadyResponse = { ready: !this.closing && n > 0, schedulable_workers: n, workers };
+    if (this.describesFeeds) res.kv_feeds = countFeedStates(workers);
+    return res;
   }
 
   /** A partition by model and group (hosts and simulations feed its index directly). */
@@ -229,6 +235,24 @@ export abstract class WorkerCatalog {
   /** Whether the index is fed by KV events through a host feed (else the core owns removals). */
   private get fedByEvents(): boolean { return this.feed !== null && this.config.useKvEvents; }
 
+  /** Whether worker records carry `kv_events` (a KV-event feed that describes its ranks). */
+  private get describesFeeds(): boolean { return this.fedByEvents && this.feed!.describe !== undefined; }
+
+  /** The wire record of a worker, with its feeds' `kv_events` when the feed describes them. */
+  private record(e: WorkerEntry, lifecycle: Lifecycle = e.lifecycle): WorkerRecord {
+    if (!this.describesFeeds) return toRecord(e, lifecycle);
+    return toRecord(e, lifecycle, e.feedError !== undefined ? failedFeeds(e.req, e.feedError) : this.feed!.describe!(e.req.worker_id));
+  }
+
+  /**
+   * A booking on the rank completed prefill with tokens the rank had not cached: the engine now
+   * publishes their complete blocks, which the feed expects (its silence signal).
+   */
+  protected expectBlocks(part: Partition, workerId: bigint, dpRank: number, done: PrefillDone | null): void {
+    const blocks = done === null ? 0 : Math.floor(done.uncachedTokens / part.blockSize);
+    if (blocks > 0 && this.fedByEvents) this.feed!.expectBlocks?.(workerId, dpRank, blocks, (done as PrefillDone).bookedAt);
+  }
+
   /**
    * The checks a record passes before it changes anything: its endpoints against the endpoint
    * policy (422), and room for the partition it would create (429). A worker that is the only one
@@ -281,7 +305,8 @@ export abstract class WorkerCatalog {
       try {
         this.feed!.reconcile(part, req.worker_id, eventEndpoints(req), req.replay_endpoint ?? null);
       } catch (err) {
-        reasons.push(`reconciliation failed: ${err instanceof Error ? err.message : String(err)}`);
+        entry.feedError = err instanceof Error ? err.message : String(err);
+        reasons.push(`reconciliation failed: ${entry.feedError}`);
         part = null;
       }
     }

@@ -33,6 +33,9 @@ export interface BookingInput {
   loraName?: string;
 }
 
+/** What a prefill completion reports (see {@link ActiveLoads.prefillComplete}). */
+export interface PrefillDone { uncachedTokens: number; bookedAt: number }
+
 /** The current load of one rank (no prompt). */
 export interface RankLoad { activePrefillTokens: number; activeDecodeBlocks: number; activeRequests: number }
 
@@ -44,6 +47,8 @@ interface Booking {
   nBlocks: number;
   prefillTokens: number;
   prefillDone: boolean;
+  /** The prompt tokens the rank had not cached (booked or not), until the first prefill completion reports them. */
+  uncachedTokens: number;
   readonly admittedAt: number;
   readonly expectedOutputTokens?: number;
   readonly loraName?: string;
@@ -117,7 +122,7 @@ export class ActiveLoads {
     for (let i = 0; i < n; i++) st.blocks.inc(words[2 * i], words[2 * i + 1]);
     const prefill = input.trackPrefillTokens && input.prefillTokens > 0 ? input.prefillTokens : 0;
     const b: Booking = {
-      id, rank: st, words, nBlocks: n, prefillTokens: prefill, prefillDone: prefill === 0,
+      id, rank: st, words, nBlocks: n, prefillTokens: prefill, prefillDone: prefill === 0, uncachedTokens: Math.max(input.prefillTokens, 0),
       admittedAt: this.o.clock.now(), expectedOutputTokens: input.expectedOutputTokens, loraName: input.loraName,
     };
     st.prefillTokens += prefill;
@@ -126,16 +131,22 @@ export class ActiveLoads {
     return true;
   }
 
-  /** Prefill done: the request's prefill tokens leave the rank (idempotent). */
-  prefillComplete(id: string): boolean {
+  /**
+   * Prefill done: the request's prefill tokens leave the rank (idempotent). Returns null for an
+   * unknown id, else when the booking was made and the prompt tokens the rank had not cached
+   * (the tokens the engine has just computed; 0 on a repeated call).
+   */
+  prefillComplete(id: string): PrefillDone | null {
     const b = this.byId.get(id);
-    if (!b) return false;
+    if (!b) return null;
     if (!b.prefillDone) {
       b.rank.prefillTokens -= b.prefillTokens;
       b.prefillDone = true;
       this.prefillRates.observe(rankKey(b.rank.workerId, b.rank.dpRank), b.prefillTokens, b.admittedAt, this.o.clock.now());
     }
-    return true;
+    const uncachedTokens = b.uncachedTokens;
+    b.uncachedTokens = 0;
+    return { uncachedTokens, bookedAt: b.admittedAt };
   }
 
   /**

@@ -11,7 +11,7 @@
  * table and the router configuration's variable table.
  */
 import { DEFAULT_MAX_MESSAGE_BYTES } from './service/kv-events/ingress.js';
-import { defaultRouterConfig, type RouterConfig } from './core/config/config.js';
+import { LIMITS, defaultRouterConfig, type RouterConfig } from './core/config/config.js';
 import { routerEnvDocs, routerEnvNames, unknownEnvVars } from './core/config/config-env.js';
 import { validateZmqEndpoint } from './service/zmq-endpoint.js';
 
@@ -38,9 +38,17 @@ export interface CliOptions {
   readonly sessionAffinity: { readonly ttlSecs: number; readonly mode: 'hard' | 'soft' } | null;
   readonly logLevel: LogLevel;
   readonly workersFile: string | null;
+  /** KV-feed health window, seconds (null: the service's default, 30). */
+  readonly kvFeedSilenceSecs: number | null;
   readonly routingPolicy: string | null;
   /** KV-event messages above this size are dropped and counted. */
   readonly kvEventsMaxMessageBytes: number;
+  /** `--max-*` capacity limits given (absent = the core's defaults). */
+  readonly limits: { readonly maxPromptBlocks?: number; readonly maxBookings?: number; readonly maxPartitions?: number };
+  readonly requestTimeoutMs: number;
+  readonly connectionTimeoutMs: number;
+  readonly authTokenFile: string | null;
+  readonly allowedEndpoints: readonly string[];
 }
 
 /** Invalid command line; `problems` holds one line per problem, each naming its flag. */
@@ -80,8 +88,20 @@ export const FLAGS: readonly Flag[] = [
   { name: '--session-affinity-mode', value: 'MODE', default: 'hard', help: 'hard or soft (needs --session-affinity-ttl-secs)' },
   { name: '--log-level', value: 'LEVEL', default: 'info', help: LOG_LEVELS.join(', ') },
   { name: '--workers-file', value: 'PATH', default: 'none', help: 'JSON array of worker records to keep the catalog in sync with' },
+  { name: '--kv-feed-silence-secs', value: 'SECS', default: '30', help: 'KV-feed health window: warn about a rank not connected, disconnected or silent this long' },
   { name: '--routing-policy', value: 'NAME', default: 'env', help: 'kv (Dynamo\'s cost, the default) or ttft[:name=value...]; overrides SELECT_SERVICE_ROUTING_POLICY' },
   { name: '--kv-events-max-message-bytes', value: 'N', default: '67108864', help: 'KV-event messages above this size are dropped (and counted)' },
+  { name: '--max-prompt-blocks', value: 'N', default: `${LIMITS.defaultMaxPromptBlocks} (${LIMITS.defaultMaxPromptBlocksRecorded} when bookings are indexed)`,
+    help: 'blocks one prompt may have (422 above)' },
+  { name: '--max-bookings', value: 'N', default: String(LIMITS.defaultMaxBookings), help: 'live bookings across partitions (429 at the cap)' },
+  { name: '--max-partitions', value: 'N', default: String(LIMITS.wasmIndexHandles),
+    help: `partitions at once (429 at the cap; at most ${LIMITS.wasmIndexHandles}, ${LIMITS.wasmIndexHandles / 2} with DYN_ROUTER_PREDICTED_TTL_SECS)` },
+  { name: '--request-timeout-ms', value: 'MS', default: String(LIMITS.requestTimeoutMs), help: 'a request must arrive in full within this (408 after; 0 = no limit)' },
+  { name: '--connection-timeout-ms', value: 'MS', default: String(LIMITS.connectionTimeoutMs), help: 'close a socket idle this long, also while its selection queues (0 = never)' },
+  { name: '--auth-token-file', value: 'PATH', default: 'none',
+    help: 'require Authorization: Bearer <token> (one token per line; re-read on change and SIGHUP)' },
+  { name: '--allowed-endpoints', value: 'LIST', default: 'all',
+    help: 'comma-separated host patterns, CIDR blocks and ipc:// prefixes the service may connect to' },
   { name: '--help', default: '', help: 'print this help and exit (also -h)' },
   { name: '--help-env', default: '', help: 'print every environment variable the service reads, with type, default and meaning, and exit' },
   { name: '--version', default: '', help: 'print the version and exit (also -V)' },
@@ -109,7 +129,8 @@ export interface EnvReferenceRow { name: string; type: string; default: string; 
 
 /** Value placeholders of the flags -> the type of their variable. */
 const VALUE_TYPES: Readonly<Record<string, string>> = {
-  N: 'integer', PORT: 'integer', SECS: 'number', ADDR: 'string', PATH: 'path', URLS: 'comma-separated URLs',
+  N: 'integer', PORT: 'integer', SECS: 'number', MS: 'integer (ms)', ADDR: 'string', PATH: 'path', URLS: 'comma-separated URLs',
+  LIST: 'comma-separated list',
   ENDPOINTS: 'comma-separated ZMQ endpoints', MODE: 'hard|soft', LEVEL: LOG_LEVELS.join('|'),
 };
 
@@ -235,6 +256,15 @@ export function parseCliArgs(argv: readonly string[], env: Readonly<Record<strin
     maxEntries: num('--selection-cache-max-entries', true, 0) ?? undefined,
     maxBytes: num('--selection-cache-max-bytes', true, 0) ?? undefined,
   };
+  const silence = num('--kv-feed-silence-secs', false, 0);
+  if (silence === 0) problems.push('--kv-feed-silence-secs: must be greater than 0 (got "0")');
+  const limits = {
+    maxPromptBlocks: num('--max-prompt-blocks', true, 1, LIMITS.maxPromptItems) ?? undefined,
+    maxBookings: num('--max-bookings', true, 1) ?? undefined,
+    maxPartitions: num('--max-partitions', true, 1, LIMITS.wasmIndexHandles) ?? undefined,
+  };
+  const authTokenFile = str('--auth-token-file');
+  if (authTokenFile !== null && authTokenFile.trim() === '') problems.push(`${who('--auth-token-file')}: must not be empty`);
   const opts: CliOptions = {
     help: raw.has('--help'),
     helpEnv: raw.has('--help-env'),
@@ -253,8 +283,14 @@ export function parseCliArgs(argv: readonly string[], env: Readonly<Record<strin
     sessionAffinity: ttl === null ? null : { ttlSecs: ttl, mode: mode === 'soft' ? 'soft' : 'hard' },
     logLevel: logLevel as LogLevel,
     workersFile: str('--workers-file'),
+    kvFeedSilenceSecs: silence,
     routingPolicy: str('--routing-policy'),
     kvEventsMaxMessageBytes: num('--kv-events-max-message-bytes', true, 1) ?? DEFAULT_MAX_MESSAGE_BYTES,
+    limits: Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)),
+    requestTimeoutMs: num('--request-timeout-ms', true, 0, 2 ** 31 - 1) ?? LIMITS.requestTimeoutMs,
+    connectionTimeoutMs: num('--connection-timeout-ms', true, 0, 2 ** 31 - 1) ?? LIMITS.connectionTimeoutMs,
+    authTokenFile,
+    allowedEndpoints: list('--allowed-endpoints'),
   };
   if (problems.length > 0) throw new CliError(problems);
   return Object.freeze(opts);

@@ -9,6 +9,7 @@ import type { RouterConfig } from './core/config/config.js';
 import { envDeprecations } from './core/config/config-env.js';
 import { createServer, selectionApi } from './http/app.js';
 import { WorkersFileDiscovery } from './service/discovery.js';
+import { AuthTokens } from './service/auth.js';
 import { SelectionServiceBuilder } from './service/service.js';
 import { openFileLimit, rankCapacity } from './service/fd-limit.js';
 import { unknownEnvWarnings, type CliOptions } from './cli-args.js';
@@ -21,25 +22,34 @@ const SHUTDOWN_GRACE_MS = 4000;
  * builder rejects throw ConfigError (nothing is bound by then); a failed listen resolves 1.
  */
 export async function runServer(opts: CliOptions, config: RouterConfig, env: Readonly<Record<string, string | undefined>>): Promise<number> {
-  const app = createServer({ logger: { level: opts.logLevel } });
+  const app = createServer({
+    logger: { level: opts.logLevel }, requestTimeoutMs: opts.requestTimeoutMs, connectionTimeoutMs: opts.connectionTimeoutMs,
+  });
   const log = app.log;
   for (const note of envDeprecations(env)) log.warn(note);
   for (const { name, closest } of unknownEnvWarnings(env)) {
     log.warn({ variable: name, closest }, `unknown environment variable ${name} is ignored (did you mean ${closest}?)`);
   }
   if (opts.threads !== null) log.info({ threads: opts.threads }, '--threads has no effect: the index is one WebAssembly instance');
+  const auth = opts.authTokenFile !== null ? await AuthTokens.open(opts.authTokenFile, log) : null;
   const fds = openFileLimit();
   const maxRanks = rankCapacity(fds);
   const builder = new SelectionServiceBuilder(config).logger(log).selectionCache(opts.selectionCache).indexerPeers(opts.indexerPeers)
-    .kvEvents({ maxMessageBytes: opts.kvEventsMaxMessageBytes, maxRanks });
+    .kvEvents({ maxMessageBytes: opts.kvEventsMaxMessageBytes, maxRanks }).limits(opts.limits).allowedEndpoints(opts.allowedEndpoints);
+  if (auth) builder.peerToken(() => auth.outbound);
   if (opts.replicaSyncPort !== null) builder.replicaSync(opts.replicaSyncPort, opts.replicaSyncPeers);
   if (opts.sessionAffinity) builder.sessionAffinity(opts.sessionAffinity);
-  const service = await builder.build();
+  if (opts.kvFeedSilenceSecs !== null) builder.kvFeedSilence(opts.kvFeedSilenceSecs);
+  const service = await builder.build().catch((err: unknown) => { auth?.close(); throw err; });
   if (config.useKvEvents) {
     log.info({ openFilesSoft: fds?.soft ?? null, openFilesHard: fds?.hard ?? null, maxKvEventRanks: maxRanks },
       'KV events: one connection per worker rank; the open-file limit bounds the ranks this process can follow');
   }
-  await app.register(selectionApi, { service });
+  await app.register(selectionApi, { service, auth: auth ?? undefined });
+  if (auth) {
+    log.info({ path: auth.path, tokens: auth.size }, 'authentication on: every route but /health, /ready and /metrics needs a bearer token');
+    process.on('SIGHUP', () => { void auth.reload(); });
+  }
   const discovery = opts.workersFile ? new WorkersFileDiscovery({ path: opts.workersFile, target: service, logger: log }) : null;
   await discovery?.start();
   try {
@@ -47,6 +57,7 @@ export async function runServer(opts: CliOptions, config: RouterConfig, env: Rea
   } catch (err) {
     log.error({ err, host: opts.host, port: opts.port }, 'cannot listen');
     discovery?.close();
+    auth?.close();
     await service.shutdown();
     return 1;
   }
@@ -61,6 +72,7 @@ export async function runServer(opts: CliOptions, config: RouterConfig, env: Rea
       log.info({ signal }, 'shutting down');
       const hard = setTimeout(() => { log.warn({ graceMs: SHUTDOWN_GRACE_MS }, 'graceful shutdown timed out; exiting'); resolve(0); }, SHUTDOWN_GRACE_MS);
       discovery?.close();
+      auth?.close();
       // First: /ready turns 503 and queued selections fail, so in-flight requests end promptly.
       const closing = service.shutdown();
       // close() reaps the keep-alive sockets idle at that moment; a request still in flight then

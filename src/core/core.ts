@@ -17,7 +17,7 @@
  */
 import { ConfigError, LIMITS, applyOverride, type EffectiveRouterValues, type RouterConfig } from './config/config.js';
 import {
-  SelectionError, decayFractionOutOfRange, effectivePrefillExceedsIsl, pendingNotFound, reservationNotFound,
+  SelectionError, bookingLimit, decayFractionOutOfRange, effectivePrefillExceedsIsl, pendingNotFound, reservationNotFound,
   schedulableWorkerNotFound, subscriberShutdown,
 } from './errors.js';
 import {
@@ -31,16 +31,17 @@ import { checkPromptFields, PromptNormalizer, type NormalizedPrompt, type Prompt
 import type { RouterEvent } from './index/kv-index.js';
 import { Scheduler, type Choice, type OverlapCache, type SchedulerContext } from './select/scheduler.js';
 import { effectivePrefillTokens, untrackedBlocks } from './select/selector.js';
+import { overlapScoreRows } from './select/overlap.js';
 import type { AffinityLease, Hold } from './booking/affinity.js';
 import { Booker, type BookerContext } from './booking/booker.js';
 import { PendingSelectionCache } from './booking/pending.js';
-import { ReservationIndex } from './booking/reservations.js';
-import type { CoreOptions } from './options.js';
+import { ReservationIndex, type ClaimToken } from './booking/reservations.js';
+import type { CoreOptions, SelectionEvent, SelectionRoute } from './options.js';
 import type { AffinityEvent, LifecycleEvent } from './wire/events.js';
 import { MS, systemRng, type Rng } from './random.js';
 import type {
   DumpResponse, ModelLoadResponse, OverlapScoresResponse, PotentialLoad, ReservationResponse,
-  SelectOptions, SelectResponse, SelectionApi, StatusOk,
+  SelectOptions, SelectResponse, SelectionApi, StatusOk, WorkerLoad,
 } from './wire/types.js';
 
 /** `Result` of {@link SelectionCore.tryNewLocal}. */
@@ -48,6 +49,15 @@ export type CoreResult = { ok: true; core: SelectionCore } | { ok: false; error:
 
 /** What every prompt request carries: the prompt, its partition and an optional router override. */
 type PromptRequest = PromptFields & { model_name: string; routing_group: string; router_config_override?: SelectAndReserveRequest['router_config_override'] };
+
+/** What an operation tells {@link SelectionCore.observed} beyond its response. */
+interface Observation { booked?: SelectionEvent['booked'] }
+
+/**
+ * `prefill_token_capacity` of an advisory `worker_load` for a worker without
+ * `max_num_batched_tokens`: Dynamo's `DEFAULT_MAX_BATCHED_TOKENS` (lib/kv-router/src/scheduling/queue.rs).
+ */
+export const DEFAULT_PREFILL_TOKEN_CAPACITY = 10_000_000;
 
 /** A prompt request after its opening steps: the partition it routes in, the effective knobs, the hashes. */
 interface Opened<R> { req: R; part: Partition; eff: EffectiveRouterValues; prompt: NormalizedPrompt }
@@ -83,6 +93,7 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
     if (!config.useKvEvents && config.routerApproximateCachePolicy === 'lru') {
       this.warnings.push('router_approximate_cache_policy=lru is not supported by the standalone selector; bookings use TTL retention (router_ttl_secs) instead');
     }
+    this.warnings.push(...ignoredSettings(config));
   }
 
   /**
@@ -186,14 +197,27 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
   // ---- selection ----------------------------------------------------------------------------
 
   /** Query-only selection: books nothing; caches the booking inputs under a selection_id; advisory adds worker load. */
-  async select(input: unknown, opts: SelectOptions = {}): Promise<SelectResponse> {
+  select(input: unknown, opts: SelectOptions = {}): Promise<SelectResponse> {
+    return this.observed('select', input, () => this.selectOnly(input, opts));
+  }
+
+  /** Claims the id, holds the session, schedules, commits the binding and books, atomically. */
+  selectAndReserve(input: unknown, opts: SelectOptions = {}): Promise<SelectResponse> {
+    return this.observed('select_and_reserve', input, async (obs) => {
+      const res = await this.selectAndBook(input, opts);
+      obs.booked = { workerId: res.worker_id, dpRank: res.dp_rank, deviceOverlapTokens: res.overlap.gpu, islTokens: res.isl_tokens ?? 0 };
+      return res;
+    });
+  }
+
+  private async selectOnly(input: unknown, opts: SelectOptions): Promise<SelectResponse> {
     const { req, part, eff, prompt } = this.open(this.parse(SelectRequestSchema, input));
     const finish = (choice: Choice): SelectResponse => {
       if (req.selection_id !== undefined) {
         this.pending.insert(req.model_name, req.routing_group, req.selection_id, {
           workerId: choice.entry.req.worker_id, dpRank: choice.dpRank,
           sequenceHashes: prompt.seq, blockHashes: prompt.locals,
-          islTokens: prompt.isl, effectivePrefillTokens: choice.effectivePrefillTokens,
+          islTokens: prompt.isl, effectivePrefillTokens: choice.effectivePrefillTokens, deviceOverlapTokens: choice.overlap.gpu,
           expectedOutputTokens: req.expected_output_tokens, trackPrefillTokens: eff.trackPrefillTokens,
           loraName: req.lora_name, sessionId: req.session_context?.session_id ?? req.session_id,
         });
@@ -201,11 +225,12 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
       const res = this.sched.response(choice, req.selection_id);
       if (req.advisory) {
         const w = choice.entry.req;
-        const cap = w.max_num_batched_tokens ?? null;
-        res.worker_load = { active_prefill_tokens: choice.activePrefillTokens, prefill_token_capacity: cap };
-        if (w.total_kv_blocks !== undefined) res.worker_load.total_kv_blocks = w.total_kv_blocks;
+        const cap = w.max_num_batched_tokens ?? DEFAULT_PREFILL_TOKEN_CAPACITY;
+        const load: WorkerLoad = { active_prefill_tokens: choice.activePrefillTokens, prefill_token_capacity: cap };
+        if (w.total_kv_blocks !== undefined) load.total_kv_blocks = w.total_kv_blocks;
         const t = this.config.conditionalDisaggPrefillBusyThreshold;
-        if (t !== null && cap !== null) res.worker_load.prefill_busy = choice.activePrefillTokens > t * cap;
+        if (t !== null) load.prefill_busy = choice.activePrefillTokens > t * cap;
+        res.worker_load = load;
       }
       return res;
     };
@@ -217,11 +242,10 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
     return this.sched.admit(part, req, prompt, eff, opts, steer, (cache) => finish(this.sched.schedule(part, req, prompt, eff, cache, steer)), () => {});
   }
 
-  /** Claims the id, holds the session, schedules, commits the binding and books, atomically. */
-  async selectAndReserve(input: unknown, opts: SelectOptions = {}): Promise<SelectResponse> {
+  private async selectAndBook(input: unknown, opts: SelectOptions): Promise<SelectResponse> {
     const { req, part, eff, prompt } = this.open(this.parse(SelectAndReserveRequestSchema, input));
     const id = req.selection_id ?? this.booker.uuid();
-    const claim = this.reservations.claim(id, part.key);
+    const claim = this.claim(id, part.key);
     let hold: Hold | null;
     try {
       hold = await this.booker.holdSession(part, this.booker.steerableSession(part, req));
@@ -265,10 +289,14 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
    * `/select` captured; the explicit form (with `worker_id`) discards any cached entry and books
    * a schedulable rank strictly.
    */
-  async createReservation(input: unknown): Promise<ReservationResponse> {
+  createReservation(input: unknown): Promise<ReservationResponse> {
+    return this.observed('reservations', input, (obs) => this.reserve(input, obs));
+  }
+
+  private async reserve(input: unknown, obs: Observation): Promise<ReservationResponse> {
     const req = this.parse(ReservationRequestSchema, input);
     const { model_name: model, routing_group: group, selection_id: id } = req;
-    if (req.worker_id === undefined) return this.replayReservation(model, group, id);
+    if (req.worker_id === undefined) return this.replayReservation(model, group, id, obs);
 
     this.pending.discard(model, group, id);
     const { part, eff, prompt } = this.open(req, false);
@@ -279,7 +307,7 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
     const entry = part.isSchedulable(req.worker_id, dpRank);
     if (!entry) throw schedulableWorkerNotFound(req.worker_id, model, group);
     const track = req.track_prefill_tokens ?? (req.effective_prefill_tokens !== undefined ? true : eff.trackPrefillTokens);
-    const claim = this.reservations.claim(id, part.key);
+    const claim = this.claim(id, part.key);
     try {
       // without a client value: the booked rank's own cache credit (only its overlap row is needed)
       const effective = req.effective_prefill_tokens ?? effectivePrefillTokens(prompt.isl,
@@ -294,14 +322,14 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
   }
 
   /** Replay form: book only the cached inputs; failures keep the entry. */
-  private async replayReservation(model: string, group: string, id: string): Promise<ReservationResponse> {
+  private async replayReservation(model: string, group: string, id: string, obs: Observation): Promise<ReservationResponse> {
     const hit = this.pending.peek(model, group, id);
     if (!hit) throw pendingNotFound(id, model, group);
     const v = hit.value;
     const part = this.readyPartition(model, group);
     const entry = part.isSchedulable(v.workerId, v.dpRank);
     if (!entry) throw schedulableWorkerNotFound(v.workerId, model, group, v.dpRank);
-    const claim = this.reservations.claim(id, part.key);
+    const claim = this.claim(id, part.key);
     let hold: Hold | null = null;
     try {
       // the cached session binds like /select_and_reserve: hold, commit to the cached rank, book
@@ -331,6 +359,9 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
       throw err;
     }
     this.pending.removeIfGeneration(model, group, id, hit.generation);
+    if (v.deviceOverlapTokens !== undefined) {
+      obs.booked = { workerId: v.workerId, dpRank: v.dpRank, deviceOverlapTokens: v.deviceOverlapTokens, islTokens: v.islTokens };
+    }
     return { selection_id: id, model_name: model, routing_group: group, worker_id: v.workerId, dp_rank: v.dpRank, endpoint: entry.req.endpoint ?? '' };
   }
 
@@ -338,7 +369,7 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
   prefillComplete(reservationId: string): StatusOk {
     this.live();
     const b = this.booking(reservationId);
-    b.part.loads.prefillComplete(reservationId);
+    this.expectBlocks(b.part, b.workerId, b.dpRank, b.part.loads.prefillComplete(reservationId));
     this.publishLifecycle(b, reservationId, 'prefill_complete');
     this.sched.drain(b.part);
     return { status: 'ok' };
@@ -405,14 +436,10 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
     }));
   }
 
-  /** The prompt's tiered overlap on every schedulable rank. */
+  /** The prompt's tiered overlap on every schedulable rank (the predicted side index merged in, as for selection). */
   overlapScores(input: unknown): OverlapScoresResponse {
     const { part, prompt, eff } = this.open(this.parse(PromptQuerySchema, input) as PromptRequest);
-    const ranks = part.schedulableRanks().map(({ entry, dpRank }) => ({ workerId: entry.req.worker_id, dpRank }));
-    const rows = part.index.overlapRows(prompt.locals ?? [], ranks, {
-      overlapScoreCredit: eff.overlapScoreCredit, hostCacheHitWeight: this.config.hostCacheHitWeight,
-      diskCacheHitWeight: this.config.diskCacheHitWeight, sharedCacheMultiplier: eff.sharedCacheMultiplier,
-    });
+    const rows = overlapScoreRows(this.sched.overlapCache(part, prompt, eff), part.schedulableRanks());
     return {
       block_size: part.blockSize, num_blocks: prompt.nBlocks, workers: rows,
       shared_cache: { enabled: false, total_hit_blocks: 0, ranges: [], error: null },
@@ -435,14 +462,24 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
 
   /**
    * Load a dump: each `"model:group"` key split at the first ':' gets its partition (created
-   * with the dump's block size when new) and its events applied. Returns events applied.
+   * with the dump's block size when new) and its events applied. Returns events applied. A dump
+   * with a malformed key, or with more new partitions than `--max-partitions` leaves room for,
+   * throws before anything is loaded.
    */
   loadDump(dump: Readonly<Record<string, { block_size: number; events: readonly RouterEvent[] }>>): number {
-    let n = 0;
-    for (const [key, v] of Object.entries(dump)) {
+    const keys = Object.keys(dump).map((key) => {
       const at = key.indexOf(':');
       if (at < 0) throw new Error(`malformed dump key "${key}"`);
-      const model = key.slice(0, at), group = key.slice(at + 1);
+      return { key, model: key.slice(0, at), group: key.slice(at + 1) };
+    });
+    const fresh = keys.filter((k) => !this.partitions.has(partitionKeyOf(k.model, k.group))).length;
+    if (this.partitions.size + fresh > this.limits.maxPartitions) {
+      throw new Error(`the dump has ${fresh} new partitions; --max-partitions ${this.limits.maxPartitions} leaves room for `
+        + `${Math.max(0, this.limits.maxPartitions - this.partitions.size)}`);
+    }
+    let n = 0;
+    for (const { key, model, group } of keys) {
+      const v = dump[key];
       const part = this.partitions.get(partitionKeyOf(model, group)) ?? this.ensurePartition(model, group, v.block_size, false);
       n += part.index.loadEvents(v.events);
     }
@@ -465,6 +502,7 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
       if (!part.isSchedulable(e.workerId, e.dpRank)) return false;
       const st = this.reservations.state(id);
       if (st && (st.kind === 'claim' || st.partitionKey !== part.key)) return false;
+      if (!st && this.reservations.size() >= this.limits.maxBookings) { this.limitRejections.bookings++; return false; }
       if (part.loads.has(id)) part.loads.free(id);
       const seq = e.seq ?? new BigUint64Array(0);
       const ok = part.loads.book(id, e.workerId, e.dpRank, {
@@ -481,7 +519,7 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
     }
     const row = this.reservations.lookup(id);
     if (!row || row.partitionKey !== part.key || !part.loads.has(id)) return false;
-    if (e.kind === 'prefill_complete') part.loads.prefillComplete(id);
+    if (e.kind === 'prefill_complete') this.expectBlocks(part, row.workerId, row.dpRank, part.loads.prefillComplete(id));
     else {
       part.loads.free(id);
       this.removeRow(id);
@@ -516,14 +554,73 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
   protected drain(part: Partition): void { this.sched.drain(part); }
 
   /**
+   * Runs a selection operation and reports it to `hooks.onSelection` (route, partition, outcome,
+   * duration, and what `obs` says about the booking); without the hook it only runs it.
+   */
+  private async observed<T extends { model_name: string; routing_group: string }>(route: SelectionRoute, input: unknown,
+    op: (obs: Observation) => Promise<T>): Promise<T> {
+    const hook = this.hooks.onSelection;
+    const obs: Observation = {};
+    if (!hook) return op(obs);
+    const t0 = performance.now();
+    try {
+      const res = await op(obs);
+      hook({ route, modelName: res.model_name, routingGroup: res.routing_group, outcome: 'ok', seconds: (performance.now() - t0) / 1000, booked: obs.booked });
+      return res;
+    } catch (err) {
+      const [modelName, routingGroup] = this.partitionNamed(input);
+      const outcome = err instanceof SelectionError && (err.status === 429 || err.status === 503) ? 'rejected' : 'error';
+      hook({ route, modelName, routingGroup, outcome, seconds: (performance.now() - t0) / 1000 });
+      throw err;
+    }
+  }
+
+  /** `[model_name, routing_group]` of a request body when that partition exists, else `['', '']`. */
+  private partitionNamed(input: unknown): [string, string] {
+    if (typeof input === 'object' && input !== null) {
+      const { model_name: model, routing_group } = input as Record<string, unknown>;
+      const group = routing_group ?? 'default';
+      if (typeof model === 'string' && typeof group === 'string' && this.partitions.has(partitionKeyOf(model, group))) return [model, group];
+    }
+    return ['', ''];
+  }
+
+  /**
    * The opening steps of every prompt request: the prompt fields' 400s, the ready partition (or
    * the 503), the request's router override, and the normalised prompt.
    */
   private open<R extends PromptRequest>(req: R, requireBlockHashes = true): Opened<R> {
     checkPromptFields(req, requireBlockHashes);
     const part = this.readyPartition(req.model_name, req.routing_group);
+    this.checkPromptSize(req, part.blockSize);
     const eff = applyOverride(this.config, req.router_config_override);
     return { req, part, eff, prompt: this.normalizer.normalize(req, part, eff.assumeKvReuse) };
+  }
+
+  /**
+   * 422 for a prompt of more blocks than `--max-prompt-blocks` (its complete blocks of token ids,
+   * or the length of its hash lists), before any hashing: the bound on one request's work.
+   */
+  private checkPromptSize(req: PromptFields, blockSize: number): void {
+    const routing = req.mm_routing_info?.routing_token_ids;
+    const [field, blocks] = routing !== undefined && routing.length > 0 ? ['mm_routing_info.routing_token_ids', Math.floor(routing.length / blockSize)]
+      : req.token_ids !== undefined ? ['token_ids', Math.floor(req.token_ids.length / blockSize)]
+      : ['sequence_hashes', req.sequence_hashes?.length ?? 0];
+    const max = this.limits.maxPromptBlocks;
+    if (blocks <= max) return;
+    this.limitRejections.promptBlocks++;
+    throw new SelectionError('SEL_UNPROCESSABLE', `Failed to deserialize the JSON body into the target type: ${field}: `
+      + `${blocks} blocks of ${blockSize} tokens is over the limit of ${max} blocks per prompt (--max-prompt-blocks)`);
+  }
+
+  /** Claims a booking id: a 429 when live bookings are at `--max-bookings` (a duplicate id stays a 409). */
+  private claim(id: string, partitionKey: string): ClaimToken {
+    const live = this.reservations.size();
+    if (live >= this.limits.maxBookings && this.reservations.state(id) === undefined) {
+      this.limitRejections.bookings++;
+      throw bookingLimit(live, this.limits.maxBookings);
+    }
+    return this.reservations.claim(id, partitionKey);
   }
 
   /** Books a choice whose session lease is already committed; a failed booking releases the lease. */
@@ -561,4 +658,18 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
   private releaseLease(row: { partitionKey: string; lease?: AffinityLease }): void {
     if (row.lease) this.partitions.get(row.partitionKey)?.affinity?.release(row.lease);
   }
+}
+
+/**
+ * Start-up warnings for router settings Dynamo's standalone selection service does not act on
+ * either (README "Where this differs from Dynamo" lists what each would mean elsewhere).
+ */
+function ignoredSettings(c: RouterConfig): string[] {
+  const out: string[] = [];
+  const note = (v: string, why: string): void => { out.push(`${v} has no effect on the standalone selector: ${why}`); };
+  if (!c.routerTrackActiveBlocks) note('DYN_ROUTER_TRACK_ACTIVE_BLOCKS=false', 'bookings always track their blocks, as Dynamo\'s selection service does');
+  if (c.routerActiveSequenceStride !== 1) note('DYN_ROUTER_ACTIVE_SEQUENCE_STRIDE', 'sequence_hashes and replica-sync events keep one tracking hash per block');
+  if (c.useRemoteIndexer) note('DYN_USE_REMOTE_INDEXER', 'the index is local (use --indexer-peers to recover it from a peer at start-up)');
+  if (c.routerReplicaSync) note('DYN_ROUTER_REPLICA_SYNC', 'replica sync is enabled by --replica-sync-port');
+  return out;
 }

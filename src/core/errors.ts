@@ -30,7 +30,10 @@ export const ERROR_CATALOGUE = Object.freeze({
   SEL_UNSUPPORTED_MEDIA_TYPE: e(415, 'bad_request', 'missing or wrong Content-Type for a JSON body'),
   SEL_INVALID_JSON: e(400, 'bad_request', 'syntactically invalid JSON body'),
   SEL_INVALID_PATH: e(400, 'bad_request', 'path parameter does not parse (worker_id must be u64)'),
-  SEL_UNPROCESSABLE: e(422, 'bad_request', 'JSON that does not fit the request type (missing field, wrong type, bad router_config_override)'),
+  SEL_UNPROCESSABLE: e(422, 'bad_request', 'JSON that does not fit the request type (missing field, wrong type, bad router_config_override, a size over its limit)'),
+  SEL_UNAUTHORIZED: e(401, 'bad_request', 'authentication is on and the request has no valid `Authorization: Bearer` token'),
+  SEL_REQUEST_TIMEOUT: e(408, 'bad_request', 'the request was not received in full within --request-timeout-ms'),
+  SEL_ENDPOINT_NOT_ALLOWED: e(422, 'bad_request', 'an endpoint the service would connect to is outside --allowed-endpoints'),
   // BadRequest
   SEL_BAD_REQUEST: e(400, 'bad_request', 'input validation (hash-path fields, effective_prefill_tokens, decay_fraction, ...)'),
   SEL_INVALID_ENDPOINT: e(400, 'bad_request', 'replica-sync peer endpoint is not a valid ZMQ endpoint'),
@@ -58,6 +61,8 @@ export const ERROR_CATALOGUE = Object.freeze({
   // Scheduler
   SEL_OVERLOADED: e(429, 'scheduler', 'all eligible workers (or the pinned worker) overloaded'),
   SEL_QUEUE_REJECTED: e(429, 'scheduler', 'policy-class queue limit reached; body carries details (429 = newest mapping, api §12.1)'),
+  SEL_BOOKING_LIMIT: e(429, 'scheduler', 'live bookings at --max-bookings; body carries details'),
+  SEL_PARTITION_LIMIT: e(429, 'scheduler', 'a registration would create a partition beyond --max-partitions; body carries details'),
   SEL_NO_ENDPOINTS: e(503, 'scheduler', 'no eligible worker for the request'),
   SEL_ALL_FILTERED: e(503, 'scheduler', 'every candidate rejected by a worker filter'),
   SEL_SUBSCRIBER_SHUTDOWN: e(503, 'scheduler', 'scheduler shut down while the request was queued'),
@@ -179,6 +184,17 @@ export const queueRejected = (d: QueueRejectionDetails) =>
   new SelectionError('SEL_QUEUE_REJECTED',
     `router policy class "${d.policy_class}" queue ${d.limit_kind} limit reached (current=${d.current}, limit=${d.limit})`,
     { policy_class: d.policy_class, limit_kind: d.limit_kind, current: d.current, limit: d.limit });
+/** 429: the live-booking cap is reached (`details {limit_kind: "bookings", current, limit}`). */
+export const bookingLimit = (current: number, limit: number) =>
+  new SelectionError('SEL_BOOKING_LIMIT',
+    `live booking limit reached (current=${current}, limit=${limit}): free reservations or raise --max-bookings`,
+    { limit_kind: 'bookings', current, limit });
+/** 429: no room for another partition (`details {limit_kind: "partitions", current, limit}`). */
+export const partitionLimit = (model: string, group: string, current: number, limit: number) =>
+  new SelectionError('SEL_PARTITION_LIMIT',
+    `cannot create ${partitionLabel(model, group)}: partition limit reached (current=${current}, limit=${limit}); `
+    + 'delete the workers of an unused partition or raise --max-partitions',
+    { limit_kind: 'partitions', current, limit });
 /** 503 no eligible worker for this request. */
 export const noEndpoints = () => new SelectionError('SEL_NO_ENDPOINTS', 'no eligible workers for the request');
 /** 503 a filter rejected every candidate. */

@@ -7,7 +7,9 @@
  */
 export { SelectionCore } from './core.js';
 export type { CoreResult } from './core.js';
-export type { CoreHooks, CoreOptions, SelectionCacheConfig, SessionAffinityConfig } from './options.js';
+export type {
+  CoreHooks, CoreOptions, SelectionCacheConfig, SelectionEvent, SelectionOutcome, SelectionRoute, SessionAffinityConfig,
+} from './options.js';
 export type { WorkerCatalog } from './catalog/worker-catalog.js';
 export type { Partition } from './catalog/partition.js';
 export { seededRng, systemClock, systemRng } from './random.js';
@@ -32,7 +34,8 @@ export type {
 export { KvIndex } from './index/kv-index.js';
 export type { RouterEvent } from './index/kv-index.js';
 export { Tier, TIER_NAMES } from './index/index-types.js';
-export type { FeedPartition, IndexFeed } from './index/feed.js';
+export { KV_FEED_STATES } from './index/feed.js';
+export type { FeedPartition, IndexFeed, KvFeedState, KvFeedStatus } from './index/feed.js';
 export { deriveKeyedSeeds, parseTrackingKey, publicSeed } from './index/tracking-hash.js';
 
 // the wire: request schemas, response types, replica events, u64-exact JSON
@@ -45,9 +48,9 @@ export type {
   WorkerPatchInput, WorkerRequestInput,
 } from './wire/schemas.js';
 export type {
-  DumpResponse, KvHint, Lifecycle, ModelLoadResponse, OverlapScoreRow, OverlapScoresResponse, OverlapSummary, PotentialLoad,
-  ReadyResponse, ReplicaPeersApi, ReservationResponse, SelectOptions, SelectResponse, SelectionApi, ServiceApi, StatusOk,
-  WorkerLoad, WorkerRecord,
+  DumpResponse, KvHint, Lifecycle, MetricsExposition, ModelLoadResponse, OverlapScoreRow, OverlapScoresResponse, OverlapSummary,
+  PotentialLoad, ReadyResponse, ReplicaPeersApi, ReservationResponse, SelectOptions, SelectResponse, SelectionApi, ServiceApi,
+  StatusOk, WorkerLoad, WorkerRecord,
 } from './wire/types.js';
 export type { AffinityEvent, BookingRef, LifecycleEvent } from './wire/events.js';
 export { parseJson, stringifyJson } from './wire/json.js';

@@ -10,12 +10,41 @@ import type { IndexFeed } from './index/feed.js';
 import type { AffinityEvent, LifecycleEvent } from './wire/events.js';
 import type { Clock, Rng } from './random.js';
 
+/** The operations {@link CoreHooks.onSelection} reports, by HTTP route name. */
+export type SelectionRoute = 'select' | 'select_and_reserve' | 'reservations';
+
+/**
+ * How a selection ended: `rejected` = the service declined for capacity or readiness (HTTP 429
+ * or 503: queue limit, overloaded, no schedulable or eligible worker, shutting down); `error` =
+ * anything else (invalid input, unknown ids, conflicts, internal failures).
+ */
+export type SelectionOutcome = 'ok' | 'rejected' | 'error';
+
+/** One finished selection or booking (metrics). */
+export interface SelectionEvent {
+  route: SelectionRoute;
+  /** The request's partition, or '' when it named none that exists (unbounded client strings stay out of labels). */
+  modelName: string;
+  routingGroup: string;
+  outcome: SelectionOutcome;
+  /** Time inside the core, queue wait included (a monotonic clock, not the injected one). */
+  seconds: number;
+  /**
+   * Present for a booking of the router's own choice (`select_and_reserve`, and `reservations`
+   * replaying a cached `/select`; not an explicit booking of a worker the client named): the
+   * chosen rank's device-tier match (`overlap.gpu`) and the prompt length, in tokens.
+   */
+  booked?: { workerId: bigint; dpRank: number; deviceOverlapTokens: number; islTokens: number };
+}
+
 /** Host hooks. */
 export interface CoreHooks {
   /** Called after a local admission, prefill completion (also repeated) and free. */
   onLifecycle?(ev: LifecycleEvent): void;
   /** Called when a session binding is committed, rebound or refreshed (affinity on). */
   onAffinity?(ev: AffinityEvent): void;
+  /** Called when a select, select-and-reserve or reservation finishes, successfully or not. */
+  onSelection?(ev: SelectionEvent): void;
 }
 
 /** Session affinity: off unless a TTL is configured. */
@@ -28,6 +57,19 @@ export interface SessionAffinityConfig {
 
 /** Pending-selection cache limits (CLI `--selection-cache-*`). */
 export interface SelectionCacheConfig { ttlSecs: number; maxEntries: number; maxBytes: number }
+
+/** Capacity limits of a core (CLI `--max-*`, README "Limits"); defaults in `LIMITS.default*`. */
+export interface CoreLimits {
+  /** Blocks one prompt may have (its complete blocks, or its hash-list length); a 422 above. */
+  maxPromptBlocks: number;
+  /** Live bookings, mirrored ones and in-flight claims included, across partitions; a 429 at the cap. */
+  maxBookings: number;
+  /** Partitions that may exist at once (each holds one or two wasm indexes); a 429 at the cap. */
+  maxPartitions: number;
+}
+
+/** Decides whether the service may connect to an endpoint (`--allowed-endpoints`): null = allowed, else why not. */
+export type EndpointPolicy = (endpoint: string) => string | null;
 
 /** Options of a local core. */
 export interface CoreOptions {
@@ -50,4 +92,8 @@ export interface CoreOptions {
   replicaId?: bigint;
   /** First affinity version sequence; default wall-clock nanoseconds. */
   affinitySequenceStart?: bigint;
+  /** Capacity limits; absent fields take their defaults. */
+  limits?: Partial<CoreLimits>;
+  /** Outbound endpoints a worker record may name (KV events, replay); absent = every endpoint. */
+  endpointPolicy?: EndpointPolicy;
 }

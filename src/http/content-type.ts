@@ -1,7 +1,8 @@
 /**
  * Request-body parsing (api §1). Routes that take a JSON body accept `application/json` and
  * `application/*+json` (axum's `Json` extractor rule), parsed u64-exact with {@link parseJson};
- * anything else is a 415 and unparsable text a 400. Routes whose body Dynamo ignores
+ * anything else is a 415, and a body that is not valid UTF-8 or not valid JSON a 400 (serde_json
+ * refuses invalid UTF-8; decoding it leniently would turn it into U+FFFD). Routes whose body Dynamo ignores
  * (`prefill_complete`, the DELETEs) accept any body and drop it, so a client that sends one with
  * an odd content type is not refused.
  */
@@ -26,13 +27,22 @@ const notAnObject = (v: unknown): SelectionError => {
   return new SelectionError('SEL_UNPROCESSABLE', `Failed to deserialize the JSON body into the target type: invalid type: ${kind}, expected an object`);
 };
 
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
 /** Replaces Fastify's parsers with the u64-exact JSON parser (the only accepted body type). */
 export function useJsonBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser(JSON_TYPE, { parseAs: 'string' }, (_req, text, done) => {
+  app.addContentTypeParser(JSON_TYPE, { parseAs: 'buffer' }, (_req, body, done) => {
+    let text: string;
+    try {
+      text = utf8.decode(body as Buffer);
+    } catch {
+      done(invalidJson(new Error('the body is not valid UTF-8')), undefined);
+      return;
+    }
     let value: unknown;
     try {
-      value = parseJson(text as unknown as string);
+      value = parseJson(text);
     } catch (err) {
       done(invalidJson(err), undefined);
       return;

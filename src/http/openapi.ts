@@ -11,7 +11,7 @@
  * the digits survive), request hash arrays are `int64` (negative values are bit-cast), response
  * `sequence_hashes` are `int64`.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { RouteDef } from './routes.js';
 import * as R from './response-schemas.js';
 import { POLICY_CLASS_HEADER } from './request-input.js';
@@ -34,6 +34,8 @@ export const COMPONENTS: Readonly<Record<string, z.ZodType>> = {
   OverlapScoreRow: R.OverlapScoreRowSchema, OverlapScoresResponse: R.OverlapScoresResponseSchema, RouterEvent: R.RouterEventSchema,
   DumpPartition: R.DumpPartitionSchema, DumpResponse: R.DumpResponseSchema, StatusOk: R.StatusOkSchema, Error: R.ErrorSchema,
   QueueRejection: R.QueueRejectionSchema, QueueRejectionDetails: R.QueueRejectionDetailsSchema,
+  LimitRejection: R.LimitRejectionSchema, LimitRejectionDetails: R.LimitRejectionDetailsSchema,
+  KvFeedStatus: R.KvFeedStatusSchema,
   // requests
   WorkerRequest: WorkerRequestSchema, WorkerPatch: R.WorkerPatchDocSchema, SelectRequest: SelectRequestSchema,
   SelectAndReserveRequest: SelectAndReserveRequestSchema, ReservationRequest: ReservationRequestSchema, PromptQuery: PromptQuerySchema,
@@ -50,6 +52,7 @@ const TAGS: Readonly<Record<string, { segments: readonly string[]; description: 
   inspection: { segments: ['loads', 'potential_loads', 'overlap_scores', 'dump'], description: 'Loads, cache overlap and the index snapshot' },
   health: { segments: ['health', 'ready'], description: 'Liveness and readiness probes' },
   replicas: { segments: ['replica_sync'], description: 'Replica-sync peers of this replica' },
+  metrics: { segments: ['metrics'], description: 'Prometheus metrics: KV-feed health, index, selections, queues' },
   meta: { segments: ['openapi.json'], description: 'This document' },
 };
 
@@ -62,6 +65,7 @@ const OPERATION_IDS: Readonly<Record<string, string>> = {
   'DELETE /reservations/:id': 'freeReservation', 'GET /loads': 'loads', 'POST /potential_loads': 'potentialLoads',
   'POST /overlap_scores': 'overlapScores', 'GET /dump': 'dump', 'POST /replica_sync/register_peer': 'registerReplicaPeer',
   'POST /replica_sync/deregister_peer': 'deregisterReplicaPeer', 'GET /replica_sync/peers': 'listReplicaPeers', 'GET /openapi.json': 'openApi',
+  'GET /metrics': 'metrics',
 };
 
 // zod deep-copies the schema through JSON.stringify, which refuses bigint: the exact bounds
@@ -105,9 +109,19 @@ export function describeUnrepresentable(schema: z.core.$ZodType, path: readonly 
     if (ok(U64_MAX)) return U64;
     if (ok(0.5)) return F64;
     if (ok(2 ** 32)) return COUNT;
-    if (ok(1)) return U32;
+    if (ok(1)) return ok(0xffffffff) ? U32 : { ...U32, maximum: largestAccepted(ok) };
   }
   throw new Error(`openapi: no JSON Schema for the ${type} schema at ${path.join('.') || '(root)'}`);
+}
+
+/** The largest u32 a bounded integer schema accepts (binary search; it accepts 1). */
+function largestAccepted(ok: (v: unknown) => boolean): number {
+  let lo = 1, hi = 0xffffffff;
+  while (lo < hi) {
+    const mid = Math.floor((lo + hi + 1) / 2);
+    if (ok(mid)) lo = mid; else hi = mid - 1;
+  }
+  return lo;
 }
 
 const componentNames = new Map<z.ZodType, string>(Object.entries(COMPONENTS).map(([name, s]) => [s, name]));
@@ -156,6 +170,15 @@ function finish(v: unknown): unknown {
 const jsonContent = (schema: Json, mediaType = 'application/json'): Json => ({ [mediaType]: { schema } });
 const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
 
+/** A route's 429 body: a queue limit and/or a capacity limit (`--max-bookings`, `--max-partitions`). */
+function tooMany(def: RouteDef): Json {
+  const kinds = (def.tooMany ?? ['queue']).map((k) => ref(k === 'queue' ? 'QueueRejection' : 'LimitRejection'));
+  return kinds.length === 1 ? kinds[0] : { oneOf: kinds };
+}
+
+/** Routes answered without a token when authentication is on (the probes). */
+const UNAUTHENTICATED_ROUTES: ReadonlySet<string> = new Set(['/health', '/ready']);
+
 /** The tag of a route. */
 export function tagOf(def: RouteDef): string {
   if (def.tag) return def.tag;
@@ -165,7 +188,11 @@ export function tagOf(def: RouteDef): string {
 
 /** Error statuses every route can answer, and those of JSON-body routes. */
 function transportErrors(def: RouteDef): Record<number, string> {
-  const out: Record<number, string> = { 400: 'a malformed %-escape in the URL', 500: 'unexpected failure (logged by the service)' };
+  const out: Record<number, string> = {
+    400: 'a malformed %-escape in the URL', 408: 'the request did not arrive in full within --request-timeout-ms',
+    500: 'unexpected failure (logged by the service)',
+  };
+  if (!UNAUTHENTICATED_ROUTES.has(def.url)) out[401] = 'missing or invalid bearer token (only with --auth-token-file)';
   if (def.body !== 'none') out[413] = 'body over 8 MiB';
   if (def.body === 'json') {
     out[400] = `invalid JSON; or ${out[400]}`;
@@ -194,7 +221,7 @@ function operation(def: RouteDef, components: Json): Json {
   for (const [status, description] of Object.entries(def.errors)) errors[status] = status in errors ? `${description}; or ${errors[status]}` : description;
   for (const [status, description] of Object.entries(errors)) {
     if (status in responses) throw new Error(`openapi: ${def.method} ${def.url} documents ${status} both as a body and as an error`);
-    responses[status] = { description, content: jsonContent(ref(status === '429' ? 'QueueRejection' : 'Error')) };
+    responses[status] = { description, content: jsonContent(status === '429' ? tooMany(def) : ref('Error')) };
   }
   const key = `${def.method} ${def.url}`;
   const operationId = OPERATION_IDS[key] ?? def.method.toLowerCase() + def.url.replace(/[/:_.]+(\w)/g, (_, c: string) => c.toUpperCase());

@@ -6,7 +6,7 @@
  * openapi.ts writes those as exact integers. Objects are closed (zod's output schemas say
  * `additionalProperties: false`): a field the service starts sending must be documented here.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { TIER_NAMES } from '../core/index/index-types.js';
 import { WorkerRequestSchema } from '../core/wire/schemas.js';
 import type { RouterEvent } from '../core/index/kv-index.js';
@@ -15,6 +15,7 @@ import type {
   DumpResponse, KvHint, ModelLoadResponse, OverlapScoresResponse, OverlapSummary, PotentialLoad, ReadyResponse, ReservationResponse,
   SelectResponse, StatusOk, WorkerLoad, WorkerRecord,
 } from '../core/wire/types.js';
+import { KV_FEED_STATES, type KvFeedState } from '../core/index/feed.js';
 
 const int = () => z.number().int().min(0);
 const rankMap = () => z.record(z.string(), z.string());
@@ -30,7 +31,30 @@ export const QueueRejectionDetailsSchema = z.object({
 export const QueueRejectionSchema = z.object({ error: z.string(), details: QueueRejectionDetailsSchema })
   .describe('A queue limit rejected the request (429)');
 
+export const LimitRejectionDetailsSchema = z.object({
+  limit_kind: z.enum(['bookings', 'partitions']), current: int(), limit: int(),
+}).describe('Which capacity limit rejected the request (--max-bookings, --max-partitions)');
+
+/** A 429 of a capacity limit: the error plus the limit that was hit. */
+export const LimitRejectionSchema = z.object({ error: z.string(), details: LimitRejectionDetailsSchema })
+  .describe('A capacity limit rejected the request (429)');
+
 export const StatusOkSchema = z.object({ status: z.literal('ok') });
+
+/** One rank's KV-event feed in a worker record (`kv_events`). */
+export const KvFeedStatusSchema = z.object({
+  dp_rank: int(),
+  endpoint: z.string(),
+  state: z.enum(KV_FEED_STATES as [KvFeedState, ...KvFeedState[]]),
+  last_event_age_secs: z.number().nullable().describe('seconds since the last batch; null before the first'),
+  batches: int(),
+  blocks_stored: int(),
+  blocks_removed: int(),
+  dropped: int().describe('messages and batches dropped before anything was applied'),
+  gaps: int(),
+  block_size_mismatches: int(),
+  reason: z.string().optional().describe('why the feed is in error (or last failed while disconnected)'),
+});
 
 export const WorkerRecordSchema = z.object({
   worker_id: z.bigint(),
@@ -38,7 +62,7 @@ export const WorkerRecordSchema = z.object({
   routing_group: z.string(),
   endpoint: z.string().nullable(),
   kv_events_endpoint: z.string().nullable(),
-  kv_events_endpoints: rankMap(),
+  kv_events_endpoints: rankMap().optional(),
   replay_endpoint: z.string().nullable(),
   block_size: int().nullable(),
   data_parallel_start_rank: int().nullable(),
@@ -57,16 +81,21 @@ export const WorkerRecordSchema = z.object({
   kv_event_source_mode: z.string().optional(),
   lifecycle: z.enum(['incomplete', 'schedulable', 'draining', 'unschedulable']),
   not_schedulable_reasons: z.array(z.string()).optional(),
+  kv_events: z.array(KvFeedStatusSchema).optional().describe('per-rank KV-event feed health; only while the service is fed by KV events'),
 });
 
-export const ReadyResponseSchema = z.object({ ready: z.boolean(), schedulable_workers: int(), workers: z.array(WorkerRecordSchema) });
+export const ReadyResponseSchema = z.object({
+  ready: z.boolean(), schedulable_workers: int(), workers: z.array(WorkerRecordSchema),
+  kv_feeds: z.object(Object.fromEntries(KV_FEED_STATES.map((st) => [st, int()])) as Record<KvFeedState, ReturnType<typeof int>>).optional()
+    .describe('ranks per KV-feed state; only while the service is fed by KV events'),
+});
 
 export const OverlapSummarySchema = z.object({
   longest_matched: int(), gpu: int(), dp: z.record(z.string(), int()), cpu: int(), disk: int(),
 }).describe('matched tokens: gpu = device tier, cpu = device+host, disk = device+host+disk; dp = device tokens per rank');
 
 export const WorkerLoadSchema = z.object({
-  active_prefill_tokens: int(), prefill_token_capacity: int().nullable(), total_kv_blocks: int().optional(), prefill_busy: z.boolean().optional(),
+  active_prefill_tokens: int(), prefill_token_capacity: int(), total_kv_blocks: int().optional(), prefill_busy: z.boolean().optional(),
 }).describe('the chosen worker\'s current load (advisory /select only)');
 
 export const KvHintSchema = z.object({
@@ -170,6 +199,9 @@ export const DumpResponseSchema = z.record(z.string(), DumpPartitionSchema)
 // ones; the document shows what those fields accept instead.
 export const WorkerPatchDocSchema = WorkerRequestSchema.omit({ worker_id: true, model_name: true, routing_group: true }).partial()
   .describe('The fields to change; absent or null = unchanged');
+
+export const MetricsResponseSchema = z.string()
+  .describe('Prometheus text exposition format 0.0.4 (content-type text/plain; version=0.0.4; charset=utf-8)');
 
 export const PeersResponseSchema = z.array(z.string()).describe('sorted ZMQ endpoints; [] when replica sync is disabled');
 

@@ -5,7 +5,7 @@
  * `/openapi.json` (openapi.ts), so they cannot disagree.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import {
   OutputBlockRequestSchema, PeerRequestSchema, PromptQuerySchema, ReservationRequestSchema, SelectAndReserveRequestSchema,
   SelectRequestSchema, WorkerRequestSchema, parseBody,
@@ -14,9 +14,9 @@ import type { ServiceApi } from '../core/wire/types.js';
 import { jsonObjectBody } from './content-type.js';
 import { filterQuery, pathU64, selectOptions } from './request-input.js';
 import {
-  BookingResponseSchema, DumpResponseSchema, ModelLoadResponseSchema, OverlapScoresResponseSchema, PeersResponseSchema,
-  PotentialLoadSchema, ReadyResponseSchema, ReservationResponseSchema, SelectResponseSchema, StatusOkSchema, WorkerPatchDocSchema,
-  WorkerRecordSchema,
+  BookingResponseSchema, DumpResponseSchema, MetricsResponseSchema, ModelLoadResponseSchema, OverlapScoresResponseSchema,
+  PeersResponseSchema, PotentialLoadSchema, ReadyResponseSchema, ReservationResponseSchema, SelectResponseSchema, StatusOkSchema,
+  WorkerPatchDocSchema, WorkerRecordSchema,
 } from './response-schemas.js';
 
 /** The methods the API uses (GET routes also answer HEAD). */
@@ -56,6 +56,8 @@ export interface RouteDef {
   also?: Record<number, string>;
   /** Error statuses this route documents besides the transport ones, e.g. `{ 404: 'worker not found' }` (body `{"error"}`; 429 adds `details`). */
   errors: Record<number, string>;
+  /** What a 429 of this route reports: a queue limit (the default) and/or a capacity limit (`--max-*`). */
+  tooMany?: readonly ('queue' | 'capacity')[];
   /** OpenAPI tag (default: the group of the first path segment). */
   tag?: string;
   query?: boolean;
@@ -68,16 +70,19 @@ const peerEndpoint = (body: Record<string, unknown>): string => parseBody(PeerRe
 
 const workerId = (c: Call): bigint => pathU64('worker_id', c.params.worker_id);
 const NOT_READY = { 503: 'no schedulable worker (or shutting down)' };
-const INPUT = { 400: 'invalid prompt fields', 422: 'body does not fit the schema (the message names the field)' };
+const INPUT = { 400: 'invalid prompt fields', 422: 'body does not fit the schema or a limit (the message names the field)' };
+const WORKER_INPUT = { 422: `${INPUT[422]}, or names an endpoint outside --allowed-endpoints`, 429: 'would create a partition beyond --max-partitions' };
 
 /** Every route except `/openapi.json` (added by the app). */
 export const ROUTES: readonly RouteDef[] = [
   { method: 'POST', url: '/workers', body: 'json', status: 201, summary: 'Register or replace a worker (upsert)', request: WorkerRequestSchema,
-    response: WorkerRecordSchema, errors: { 422: INPUT[422], 503: 'shutting down' }, handle: (c) => c.service.upsertWorker(c.body as never) },
+    response: WorkerRecordSchema, errors: { ...WORKER_INPUT, 503: 'shutting down' }, tooMany: ['capacity'],
+    handle: (c) => c.service.upsertWorker(c.body as never) },
   { method: 'GET', url: '/workers', body: 'none', status: 200, summary: 'List workers, sorted by (model_name, routing_group, worker_id)',
     response: WorkerRecordSchema.array(), errors: {}, query: true, handle: (c) => c.service.listWorkers(filterQuery(c.req.query)) },
   { method: 'PATCH', url: '/workers/:worker_id', body: 'json', status: 200, summary: 'Update fields of a worker (null = unchanged)',
-    request: WorkerPatchDocSchema, response: WorkerRecordSchema, errors: { 400: 'worker_id is not a u64', 404: 'worker not found', 422: INPUT[422] },
+    request: WorkerPatchDocSchema, response: WorkerRecordSchema, errors: { 400: 'worker_id is not a u64', 404: 'worker not found', ...WORKER_INPUT },
+    tooMany: ['capacity'],
     handle: (c) => c.service.patchWorker(workerId(c), c.body as never) },
   { method: 'DELETE', url: '/workers/:worker_id', body: 'ignored', status: 200, summary: 'Remove a worker (its bookings are released)',
     response: WorkerRecordSchema, errors: { 400: 'worker_id is not a u64', 404: 'worker not found' },
@@ -92,11 +97,13 @@ export const ROUTES: readonly RouteDef[] = [
     handle: (c) => c.service.select(c.body as never, selectOptions(c.req, c.reply)) },
   { method: 'POST', url: '/select_and_reserve', body: 'json', status: 200, summary: 'Choose a worker and book the request atomically',
     request: SelectAndReserveRequestSchema, response: BookingResponseSchema,
-    errors: { ...INPUT, 409: 'selection_id already reserved', 429: 'queue limit (body has details)', ...NOT_READY }, policyClassHeader: true,
+    errors: { ...INPUT, 409: 'selection_id already reserved', 429: 'queue limit or --max-bookings (body has details)', ...NOT_READY }, policyClassHeader: true,
+    tooMany: ['queue', 'capacity'],
     handle: (c) => c.service.selectAndReserve(c.body as never, selectOptions(c.req, c.reply)) },
   { method: 'POST', url: '/reservations', body: 'json', status: 201, summary: 'Book a selection (replay of a cached /select, or explicit with worker_id)',
     request: ReservationRequestSchema, response: ReservationResponseSchema,
-    errors: { ...INPUT, 404: 'no pending selection / worker not schedulable', 409: 'selection_id already reserved', ...NOT_READY },
+    errors: { ...INPUT, 404: 'no pending selection / worker not schedulable', 409: 'selection_id already reserved',
+      429: '--max-bookings reached (body has details)', ...NOT_READY }, tooMany: ['capacity'],
     handle: (c) => c.service.createReservation(c.body as never) },
   { method: 'POST', url: '/reservations/:id/prefill_complete', body: 'ignored', status: 200, summary: 'Prefill finished (idempotent)',
     response: StatusOkSchema, errors: { 404: 'reservation not found' }, handle: (c) => c.service.prefillComplete(c.params.id) },
@@ -118,7 +125,8 @@ export const ROUTES: readonly RouteDef[] = [
     response: DumpResponseSchema, errors: {}, handle: (c) => c.service.dump() },
   { method: 'POST', url: '/replica_sync/register_peer', body: 'json', status: 201, summary: 'Add a replica-sync peer (201 new, 200 known)',
     request: PeerRequestSchema, response: StatusOkSchema,
-    also: { 200: 'already registered' }, errors: { 400: 'invalid ZMQ endpoint', 409: 'replica sync is disabled', 422: INPUT[422] },
+    also: { 200: 'already registered' }, errors: { 400: 'invalid ZMQ endpoint', 409: 'replica sync is disabled',
+      422: `${INPUT[422]}, or an endpoint outside --allowed-endpoints` },
     handle: (c) => {
       const { created } = c.service.registerReplicaPeer(peerEndpoint(c.body));
       return created ? { status: 'ok' } : new WithStatus(200, { status: 'ok' });
@@ -129,6 +137,13 @@ export const ROUTES: readonly RouteDef[] = [
     handle: (c) => { c.service.deregisterReplicaPeer(peerEndpoint(c.body)); return { status: 'ok' }; } },
   { method: 'GET', url: '/replica_sync/peers', body: 'none', status: 200, summary: 'Replica-sync peers, sorted',
     response: PeersResponseSchema, errors: {}, handle: (c) => c.service.listReplicaPeers() },
+  { method: 'GET', url: '/metrics', body: 'none', status: 200, summary: 'Prometheus metrics (text exposition format)',
+    response: MetricsResponseSchema, mediaType: 'text/plain', errors: {},
+    handle: async (c) => {
+      const m = await c.service.metrics();
+      c.reply.type(m.contentType);
+      return m.text;
+    } },
 ];
 
 /** Runs a route: body rule, handler, status. Thrown errors go to the one error handler. */

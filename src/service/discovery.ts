@@ -5,8 +5,9 @@
  * Each new snapshot of the file is applied as upserts of its records, then deletes of the
  * workers the previous snapshots brought in and this one no longer lists. Workers registered
  * any other way (HTTP) are never deleted by the file. A snapshot is validated whole before
- * anything changes (JSON, every record against the worker schema, no duplicate ids), so a bad
- * file changes nothing. A snapshot whose apply fails is retried after 5 s (the product rule)
+ * anything changes (JSON, every record against the worker schema, no duplicate ids, and the
+ * service's own checks of each record: `--allowed-endpoints`, room for a new partition), so a
+ * bad file changes nothing. A snapshot whose apply fails is retried after 5 s (the product rule)
  * unless a newer snapshot arrives first; a transient failure part-way through (the service
  * shutting down, say) leaves the upserts already done and the retry re-applies the whole file.
  *
@@ -28,6 +29,8 @@ import type { Logger } from './logger.js';
 
 /** What discovery needs of the service. */
 export interface CatalogTarget {
+  /** Throws what `upsertWorker` would, without changing anything (optional). */
+  checkWorker?(req: unknown): void;
   upsertWorker(req: unknown): unknown;
   deleteWorker(workerId: bigint): unknown;
 }
@@ -162,8 +165,15 @@ export class WorkersFileDiscovery {
     }
   }
 
-  /** Upserts every record, then deletes the file's workers it no longer lists. */
+  /** Checks every record, upserts them, then deletes the file's workers it no longer lists. */
   private apply(s: Snapshot): { workers: number; deleted: number } {
+    s.entries.forEach(({ record }, i) => {
+      try {
+        this.o.target.checkWorker?.(record);
+      } catch (err) {
+        throw new Error(`record ${i}: ${(err as Error).message}`);
+      }
+    });
     for (const { id, record } of s.entries) {
       this.o.target.upsertWorker(record);
       this.owned.add(id);

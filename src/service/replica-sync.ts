@@ -11,7 +11,8 @@
 import * as zmq from 'zeromq';
 import { LIMITS } from '../core/config/config.js';
 import type { AffinityEvent, LifecycleEvent } from '../core/wire/events.js';
-import { invalidZmqEndpoint, peerNotFound } from '../core/errors.js';
+import { SelectionError, invalidZmqEndpoint, peerNotFound } from '../core/errors.js';
+import type { EndpointPolicy } from '../core/options.js';
 import {
   AFFINITY_TOPIC, LIFECYCLE_TOPIC, decodeAffinityEvent, decodeReplicaEvent, encodeAffinityEvent, encodeReplicaEvent,
 } from './replica-wire.js';
@@ -35,7 +36,16 @@ export interface ReplicaSyncOptions {
   applyLifecycle(e: LifecycleEvent): boolean;
   /** Apply a peer's binding event (affinity on). */
   applyAffinity?(e: AffinityEvent): boolean;
+  /** `--allowed-endpoints`: a peer outside it is refused (422); null = every peer. */
+  endpointPolicy?: EndpointPolicy | null;
 }
+
+/**
+ * Largest replica-sync message accepted (ZMQ_MAXMSGSIZE): an admission event carries one 8-byte
+ * hash per prompt block, so 64 MiB is far above any real event; a larger frame drops the peer's
+ * connection instead of being buffered.
+ */
+export const REPLICA_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 const socketOptions = {
   linger: 0, reconnectInterval: 100, reconnectMaxInterval: 5000, tcpKeepalive: 1,
@@ -59,7 +69,7 @@ export class ReplicaSync {
 
   private constructor(private readonly o: ReplicaSyncOptions) {
     this.pub = new zmq.Publisher({ ...socketOptions, sendTimeout: 0 });
-    this.sub = new zmq.Subscriber({ ...socketOptions, receiveTimeout: -1 });
+    this.sub = new zmq.Subscriber({ ...socketOptions, receiveTimeout: -1, maxMessageSize: REPLICA_MAX_MESSAGE_BYTES });
   }
 
   /** Binds the PUB, connects the SUB to the static peers and starts receiving. */
@@ -79,10 +89,12 @@ export class ReplicaSync {
     return r;
   }
 
-  /** Register a peer PUB endpoint; `created` false when already present. Invalid endpoint: 400. */
+  /** Register a peer PUB endpoint; `created` false when already present. Invalid endpoint: 400; outside `--allowed-endpoints`: 422. */
   register(endpoint: string): { created: boolean } {
     const reason = validateZmqEndpoint(endpoint);
     if (reason !== null) throw invalidZmqEndpoint(endpoint, reason);
+    const refused = this.o.endpointPolicy?.(endpoint) ?? null;
+    if (refused !== null) throw new SelectionError('SEL_ENDPOINT_NOT_ALLOWED', `endpoint: ${refused}`);
     if (this.peers.has(endpoint)) return { created: false };
     this.sub.connect(endpoint);
     this.peers.add(endpoint);

@@ -8,7 +8,8 @@
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import { SelectionCore } from '../core/core.js';
-import type { CoreHooks, CoreOptions, SelectionCacheConfig, SessionAffinityConfig } from '../core/options.js';
+import type { CoreHooks, CoreLimits, CoreOptions, EndpointPolicy, SelectionCacheConfig, SessionAffinityConfig } from '../core/options.js';
+import { endpointPolicy } from '../core/catalog/endpoint-policy.js';
 import type { IndexFeed } from '../core/index/feed.js';
 import { systemRng, type Clock, type Rng } from '../core/random.js';
 import { parsePolicyConfig, type RouterPolicyConfig } from '../core/select/policy-config.js';
@@ -19,18 +20,23 @@ import type { RouterEvent } from '../core/index/kv-index.js';
 import { ConfigError, LIMITS, type RouterConfig } from '../core/config/config.js';
 import { parseTrackingKey } from '../core/index/tracking-hash.js';
 import { SelectionError, replicaSyncDisabled } from '../core/errors.js';
-import type { ServiceApi } from '../core/wire/types.js';
+import type { MetricsExposition, ServiceApi } from '../core/wire/types.js';
+import { getWasm } from '../core/index/wasm.js';
+import type { Registry } from 'prom-client';
+import { ServiceMetrics } from './metrics.js';
 import { ReplicaSync } from './replica-sync.js';
-import { ZmqKvIngress } from './kv-events/ingress.js';
+import { ZmqKvIngress, type RankFeedSample } from './kv-events/ingress.js';
+import { DEFAULT_KV_FEED_SILENCE_SECS } from './kv-events/feed-health.js';
 import type { WorkerIngestStats } from './kv-events/stats.js';
 import { silentLogger, type Logger } from './logger.js';
 
 /** What the service needs of the KV-event ingress. */
-interface IngressHandle extends IndexFeed {
+interface IngressHandle extends Required<IndexFeed> {
   setIndexerReady(): void;
   close(): Promise<void>;
   stats(): WorkerIngestStats[];
   stats(workerId: bigint): WorkerIngestStats | null;
+  samples(): RankFeedSample[];
 }
 
 /** Everything the builder collects. */
@@ -48,8 +54,16 @@ export interface ServiceOptions {
   trackingKey?: Uint8Array;
   /** A KV-event feed; by default the ZMQ ingress when `use_kv_events` is on. */
   feed?: IndexFeed | null;
+  /** The KV-feed health window, seconds (`--kv-feed-silence-secs`). */
+  kvFeedSilenceSecs: number;
   /** Limits of the default KV-event ingress. */
   kvEvents: KvEventLimits;
+  /** Capacity limits (`--max-*`). */
+  limits: Partial<CoreLimits>;
+  /** `--allowed-endpoints` entries: where workers and replica peers may make the service connect; [] = anywhere. */
+  allowedEndpoints: string[];
+  /** The bearer token sent to `--indexer-peers` (authentication on), read when recovery runs. */
+  peerToken: (() => string) | null;
 }
 
 /** Limits of the KV-event ingress: message size, and ranks (one connection each; null: no cap). */
@@ -59,7 +73,8 @@ export interface KvEventLimits { maxMessageBytes?: number; maxRanks?: number | n
 export class SelectionServiceBuilder {
   private readonly o: ServiceOptions = {
     indexerPeers: [], replicaSyncPort: null, replicaSyncPeers: [], selectionCache: {}, sessionAffinity: null,
-    policies: null, logger: silentLogger, kvEvents: {},
+    policies: null, logger: silentLogger, kvEvents: {}, limits: {}, allowedEndpoints: [], peerToken: null,
+    kvFeedSilenceSecs: DEFAULT_KV_FEED_SILENCE_SECS,
   };
 
   constructor(private readonly config: RouterConfig) {}
@@ -80,8 +95,22 @@ export class SelectionServiceBuilder {
   trackingKey(k: Uint8Array): this { this.o.trackingKey = k; return this; }
   /** Replace the KV-event feed (null: none, the index is fed by the host). */
   feed(f: IndexFeed | null): this { this.o.feed = f; return this; }
+  /**
+   * The KV-feed health window: a rank still not connected, or disconnected, this long is warned
+   * about, and so is one whose completed prefills are followed by no batch this long (default 30 s).
+   */
+  kvFeedSilence(secs: number): this { this.o.kvFeedSilenceSecs = secs; return this; }
   /** Limits of the default KV-event ingress (by default no rank cap: the CLI derives one from `ulimit -n`). */
   kvEvents(l: KvEventLimits): this { this.o.kvEvents = { ...l }; return this; }
+  /** Capacity limits: prompt blocks, live bookings, partitions (README "Limits"). */
+  limits(l: Partial<CoreLimits>): this { this.o.limits = { ...l }; return this; }
+  /**
+   * The outbound-connection allowlist (`--allowed-endpoints`: host patterns, CIDR blocks, ipc://
+   * prefixes); an empty list allows every endpoint. Malformed entries fail `build()`.
+   */
+  allowedEndpoints(entries: readonly string[]): this { this.o.allowedEndpoints = [...entries]; return this; }
+  /** The bearer token to present to `--indexer-peers` (their `/dump` needs it when they authenticate). */
+  peerToken(get: () => string): this { this.o.peerToken = get; return this; }
 
   /** Validates, sets up the core and its attachments, recovers from peers, and returns the service. */
   async build(): Promise<SelectionService> {
@@ -93,15 +122,26 @@ export class SelectionServiceBuilder {
     if (o.replicaSyncPort !== null && !(Number.isInteger(o.replicaSyncPort) && o.replicaSyncPort > 0 && o.replicaSyncPort <= 65535)) {
       throw new ConfigError([`--replica-sync-port: must be an integer between 1 and 65535 (got ${o.replicaSyncPort})`]);
     }
+    if (!(Number.isFinite(o.kvFeedSilenceSecs) && o.kvFeedSilenceSecs > 0)) {
+      throw new ConfigError([`--kv-feed-silence-secs: must be a number greater than 0 (got ${o.kvFeedSilenceSecs})`]);
+    }
+    let policy: EndpointPolicy | null = null;
+    try {
+      if (o.allowedEndpoints.length > 0) policy = endpointPolicy(o.allowedEndpoints);
+    } catch (err) {
+      throw new ConfigError([`--allowed-endpoints: ${(err as Error).message}`]);
+    }
     const trackingKey = o.trackingKey ?? await readTrackingKey(cfg);
     const policyConfig = await readPolicyConfig(cfg);
     const hooks: CoreHooks = {};
     // The ZMQ ingress is the default feed when use_kv_events is on (a given feed replaces it).
-    const ingress: IngressHandle | null = o.feed === undefined && cfg.useKvEvents ? new ZmqKvIngress({ logger: o.logger, ...o.kvEvents }) : null;
+    const ingress: IngressHandle | null = o.feed === undefined && cfg.useKvEvents
+      ? new ZmqKvIngress({ logger: o.logger, ...o.kvEvents, clock: o.clock, silenceSecs: o.kvFeedSilenceSecs }) : null;
     const feed = o.feed === undefined ? ingress : o.feed;
     const coreOptions: CoreOptions = {
       clock: o.clock, rng: o.rng, selectionCache: o.selectionCache, trackingKey, policies: o.policies ?? undefined,
       policyConfig, feed: feed ?? undefined, hooks, sessionAffinity: o.sessionAffinity, replicaId: systemRng().u64() | 1n,
+      limits: o.limits, endpointPolicy: policy ?? undefined,
     };
     let service: SelectionService;
     try {
@@ -115,6 +155,7 @@ export class SelectionServiceBuilder {
       try {
         const replica = await ReplicaSync.start({
           port: o.replicaSyncPort, peers: o.replicaSyncPeers, routerId: service.replicaId, affinity: o.sessionAffinity !== null,
+          endpointPolicy: policy,
           logger: o.logger, applyLifecycle: (e) => service.applyReplicaEvent(e), applyAffinity: (e) => service.applyAffinityEvent(e),
         });
         service.attachReplica(replica);
@@ -126,7 +167,7 @@ export class SelectionServiceBuilder {
           : `--replica-sync-port: cannot bind tcp://*:${o.replicaSyncPort}: ${(err as Error).message}`]);
       }
     }
-    if (o.indexerPeers.length > 0) await recoverFromPeers(service, o.indexerPeers, o.logger);
+    if (o.indexerPeers.length > 0) await recoverFromPeers(service, o.indexerPeers, o.logger, LIMITS.recoveryDelayMs, o.peerToken?.());
     ingress?.setIndexerReady();
     return service;
   }
@@ -162,11 +203,12 @@ async function readPolicyConfig(cfg: RouterConfig): Promise<RouterPolicyConfig |
  * peer or a bad dump logs a warning and the service starts empty.
  */
 export async function recoverFromPeers(core: SelectionCore, peers: readonly string[], logger: Logger,
-  delayMs: number = LIMITS.recoveryDelayMs): Promise<boolean> {
+  delayMs: number = LIMITS.recoveryDelayMs, token?: string): Promise<boolean> {
   await new Promise((r) => setTimeout(r, delayMs));
+  const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
   for (const url of peers) {
     try {
-      const res = await fetch(`${url.replace(/\/+$/, '')}/dump`, { signal: AbortSignal.timeout(LIMITS.recoveryTimeoutMs) });
+      const res = await fetch(`${url.replace(/\/+$/, '')}/dump`, { headers, signal: AbortSignal.timeout(LIMITS.recoveryTimeoutMs) });
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
       const parsed = DumpSchema.safeParse(parseJson(await res.text()));
       if (!parsed.success) throw new Error(`bad dump: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`);
@@ -195,10 +237,19 @@ export class SelectionService extends SelectionCore implements ServiceApi {
   private readonly timer: ReturnType<typeof setInterval>;
   private closed: Promise<void> | null = null;
   private replica: ReplicaSync | null = null;
+  private readonly prom: ServiceMetrics;
 
   private constructor(config: RouterConfig, core: CoreOptions, rng: Rng, private readonly options: ServiceOptions,
     private readonly ingress: IngressHandle | null) {
     super(config, core, SelectionCore.normalizerFor(config, core, rng), rng);
+    this.prom = new ServiceMetrics({
+      partitionList: () => this.partitionList(),
+      pendingSelections: () => this.pending.size(),
+      wasmInstances: () => [getWasm(), ...this.partitionList().map((p) => p.index.index.wasm)],
+      feedSamples: () => this.ingress?.samples() ?? [],
+      replicaStats: () => this.replica?.stats ?? null,
+    });
+    this.hooks.onSelection = this.prom.onSelection;
     this.timer = setInterval(() => {
       try { this.maintain(); } catch (err) { options.logger.error({ err }, 'maintenance failed'); }
     }, 1000);
@@ -227,6 +278,12 @@ export class SelectionService extends SelectionCore implements ServiceApi {
   }
 
   listReplicaPeers(): string[] { return this.replica ? this.replica.list() : []; }
+
+  /** `GET /metrics`: this service's Prometheus families plus the process metrics. */
+  metrics(): Promise<MetricsExposition> { return this.prom.scrape(); }
+
+  /** This service's own prom-client registry (its families only), e.g. to merge into an embedder's. */
+  get metricsRegistry(): Registry { return this.prom.registry; }
 
   /** Replica-sync counters (null when replica sync is off). */
   replicaStats(): ReplicaSync['stats'] | null { return this.replica?.stats ?? null; }

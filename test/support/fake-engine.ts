@@ -74,9 +74,19 @@ export class FakeEngine {
 
   /** A new publisher process at the same address: the PUB is re-bound and the history restarts. */
   async restart(): Promise<void> {
-    const at = this.endpoint;
+    this.stop();
+    await this.resume();
+  }
+
+  /** The publisher process goes away: the PUB closes (its address is kept for {@link resume}). */
+  stop(): void {
     this.pub.close();
     this.ring.length = 0;
+  }
+
+  /** A publisher process at the address of the stopped one: the PUB is bound there again. */
+  async resume(): Promise<void> {
+    const at = this.endpoint;
     // ZMQ releases the port in its I/O thread after close(): retry the bind until it is free.
     for (let attempt = 0; ; attempt++) {
       try {

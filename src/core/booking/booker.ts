@@ -80,9 +80,9 @@ export class Booker {
     });
   }
 
-  /** kv_hint of a booking (api §9): only with the local event-driven primary and hint-capable workers. */
+  /** kv_hint of a booking: only with the event-driven primary (no side index) and hint-capable workers. */
   kvHint(c: Choice, id: string): KvHint | undefined {
-    if (!this.s.config.useKvEvents || this.s.config.routerPredictedTtlSecs !== null || this.s.config.useRemoteIndexer) return undefined;
+    if (!this.s.config.useKvEvents || this.s.config.routerPredictedTtlSecs !== null) return undefined;
     if (!c.prompt.locals || c.prompt.locals.length === 0 || !hintCapable(c.part.workers.values())) return undefined;
     const depth = Number(c.overlap.dp[String(c.dpRank)] ?? 0) / c.part.blockSize;
     return buildKvHint(c.part.index, c.part.workers.values(), { workerId: c.entry.req.worker_id, dpRank: c.dpRank },

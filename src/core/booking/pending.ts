@@ -34,6 +34,8 @@ export interface PendingSelection {
   blockHashes: BigUint64Array | null;
   islTokens: number;
   effectivePrefillTokens: number;
+  /** The chosen rank's device-tier match in tokens (`overlap.gpu`), for the booking's hit-rate metric. */
+  deviceOverlapTokens?: number;
   expectedOutputTokens?: number;
   /** The select-time decision, override included. */
   trackPrefillTokens: boolean;

@@ -5,6 +5,7 @@
  */
 import type { WorkerPatch, WorkerRequest } from '../wire/schemas.js';
 import type { Lifecycle, WorkerRecord } from '../wire/types.js';
+import { KV_FEED_STATES, type KvFeedState, type KvFeedStatus } from '../index/feed.js';
 
 /** A stored worker: the normalised request plus lifecycle. */
 export interface WorkerEntry {
@@ -13,6 +14,8 @@ export interface WorkerEntry {
   reasons: string[];
   /** The partition key the worker is registered in (null while not attached). */
   partitionKey: string | null;
+  /** Why the KV-event feed refused the worker's endpoints (its ranks' feeds are then `error`). */
+  feedError?: string;
 }
 
 /** Context of the §3.2 rules. */
@@ -81,8 +84,12 @@ const mapToRecord = (m: ReadonlyMap<number, string>): Record<string, string> => 
   return out;
 };
 
-/** The wire record (api §3.1): optional fields as null, the omitted-when-empty ones omitted. */
-export function toRecord(e: WorkerEntry, lifecycle: Lifecycle = e.lifecycle): WorkerRecord {
+/**
+ * The wire record (docs/api.md, Workers): optional fields as null, the omitted-when-empty ones omitted
+ * (`kv_events_endpoints` too, as Dynamo's newest `types.rs` does); plus `kv_events` (the rank
+ * feeds) when the service describes its KV-event feeds.
+ */
+export function toRecord(e: WorkerEntry, lifecycle: Lifecycle = e.lifecycle, kvEvents?: KvFeedStatus[]): WorkerRecord {
   const r = e.req;
   const rec: WorkerRecord = {
     worker_id: r.worker_id,
@@ -90,7 +97,9 @@ export function toRecord(e: WorkerEntry, lifecycle: Lifecycle = e.lifecycle): Wo
     routing_group: r.routing_group,
     endpoint: r.endpoint ?? null,
     kv_events_endpoint: r.kv_events_endpoint ?? null,
-    kv_events_endpoints: mapToRecord(r.kv_events_endpoints),
+  } as WorkerRecord;
+  if (r.kv_events_endpoints.size > 0) rec.kv_events_endpoints = mapToRecord(r.kv_events_endpoints);
+  Object.assign(rec, {
     replay_endpoint: r.replay_endpoint ?? null,
     block_size: r.block_size ?? null,
     data_parallel_start_rank: r.data_parallel_start_rank ?? null,
@@ -105,12 +114,28 @@ export function toRecord(e: WorkerEntry, lifecycle: Lifecycle = e.lifecycle): Wo
     kv_transfer_enforcement: r.kv_transfer_enforcement ?? null,
     kv_transfer_preferred_weight: r.kv_transfer_preferred_weight ?? null,
     lifecycle,
-  };
+  });
   if (r.router_hint_worker_type != null) rec.router_hint_worker_type = r.router_hint_worker_type;
   if (r.router_hint_source_control_endpoints.size > 0) rec.router_hint_source_control_endpoints = mapToRecord(r.router_hint_source_control_endpoints);
   if (r.kv_event_source_mode != null) rec.kv_event_source_mode = r.kv_event_source_mode;
   if (lifecycle !== 'unschedulable' && e.reasons.length > 0) rec.not_schedulable_reasons = [...e.reasons];
+  if (kvEvents !== undefined) rec.kv_events = kvEvents;
   return rec;
+}
+
+/** The feeds of a worker whose endpoints the feed refused: every rank with an endpoint, in `error`. */
+export function failedFeeds(r: WorkerRequest, reason: string): KvFeedStatus[] {
+  return [...eventEndpoints(r)].sort((a, b) => a[0] - b[0]).map(([dpRank, endpoint]) => ({
+    dp_rank: dpRank, endpoint, state: 'error', last_event_age_secs: null, batches: 0, blocks_stored: 0, blocks_removed: 0,
+    dropped: 0, gaps: 0, block_size_mismatches: 0, reason,
+  }));
+}
+
+/** Ranks per feed state over the records' `kv_events` (every state present, 0 when none). */
+export function countFeedStates(records: readonly WorkerRecord[]): Record<KvFeedState, number> {
+  const out = Object.fromEntries(KV_FEED_STATES.map((s) => [s, 0])) as Record<KvFeedState, number>;
+  for (const r of records) for (const f of r.kv_events ?? []) out[f.state]++;
+  return out;
 }
 
 /** Sort order of GET /workers: (model_name, routing_group, worker_id). */

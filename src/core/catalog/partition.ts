@@ -1,7 +1,8 @@
 /**
  * One routing partition `(model_name, routing_group)` (api §3.3): created by its first valid
- * worker, never destroyed; its block size and eagle flag are fixed at creation. It owns the
- * prefix index, the active loads, and the worker-selection policy instance.
+ * worker and destroyed when its last worker leaves (its wasm index handles are then free again);
+ * its block size and eagle flag are fixed while it exists. It owns the prefix index, the active
+ * loads, and the worker-selection policy instance.
  */
 import { KvIndex } from '../index/kv-index.js';
 import { ActiveLoads } from '../load/loads.js';
@@ -18,7 +19,7 @@ export interface RankRef { readonly entry: WorkerEntry; readonly dpRank: number;
 
 export interface PartitionOptions {
   modelName: string; routingGroup: string; blockSize: number; isEagle: boolean;
-  clock: Clock; rng: Rng; expirySecs: number; trackActiveBlocks: boolean;
+  clock: Clock; rng: Rng; expirySecs: number;
   policy: WorkerSelectionPolicy | null;
   /** Indexing mode (api §4.3): 'events' (primary fed by KV events), 'approximate' (primary fed
    * by bookings with TTL), or 'events+predicted' (plus a TTL side index fed by bookings). */
@@ -48,6 +49,8 @@ export class Partition {
   readonly workers = new Map<bigint, WorkerEntry>();
   /** schedulableRanks() until the worker set changes (it runs on every selection). */
   private rankCache: RankRef[] | null = null;
+  /** Set by {@link destroy}: the indexes are freed (a request that awaited meanwhile matches nothing). */
+  destroyed = false;
 
   constructor(key: string, o: PartitionOptions) {
     this.key = key;
@@ -56,10 +59,17 @@ export class Partition {
     this.blockSize = o.blockSize;
     this.isEagle = o.isEagle;
     this.index = new KvIndex(o.blockSize);
-    this.loads = new ActiveLoads({ blockSize: o.blockSize, clock: o.clock, rng: o.rng, expirySecs: o.expirySecs, trackActiveBlocks: o.trackActiveBlocks });
+    let side: KvIndex | null = null;
+    try {
+      if (o.mode === 'events+predicted') side = new KvIndex(o.blockSize);
+    } catch (err) {
+      this.index.destroy(); // no handle leaks when the second one is not available
+      throw err;
+    }
+    this.loads = new ActiveLoads({ blockSize: o.blockSize, clock: o.clock, rng: o.rng, expirySecs: o.expirySecs });
     this.policy = o.policy;
     this.approx = o.mode === 'approximate' ? new ApproxIndex(this.index, { clock: o.clock, ttlSecs: o.ttlSecs }) : null;
-    this.predicted = o.mode === 'events+predicted' ? new ApproxIndex(new KvIndex(o.blockSize), { clock: o.clock, ttlSecs: o.ttlSecs }) : null;
+    this.predicted = side ? new ApproxIndex(side, { clock: o.clock, ttlSecs: o.ttlSecs }) : null;
   }
 
   /** The recorder that bookings feed (approximate primary or predicted side index), if any. */
@@ -115,7 +125,10 @@ export class Partition {
   /** Partition display for messages. */
   label(): string { return `partition "${this.modelName}/${this.routingGroup}"`; }
 
+  /** Frees the wasm indexes (idempotent). */
   destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
     this.index.destroy();
     this.predicted?.index.destroy();
   }

@@ -13,8 +13,9 @@
  * Numbers, booleans and enum values are trimmed before parsing; enums stay case-sensitive.
  * Non-finite numbers (`inf`, `nan`) parse but fail validation.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { CONFIG_FIELDS, ENUM_VALUES, ENV_VARS, decodeEnv, type ConfigField } from './config-env.js';
+import { show as quote } from '../wire/show.js';
 import { parseRoutingPolicy } from '../select/routing-policy.js';
 
 /** Why a routing-policy name does not parse, or null. */
@@ -81,9 +82,18 @@ export const LIMITS = Object.freeze({
   expirySweepSecs: 60, queueRecheckSecs: 60,
   approximateMaxTreeSize: 2 ** 20, approximatePruneTargetRatio: 0.8,
   recoveryDelayMs: 1000, recoveryTimeoutMs: 10000, discoveryRetryMs: 5000,
+  // Request shape (README "Limits"): a value above one is a 422 naming the field and the limit.
+  maxStringChars: 4096, maxDataParallelSize: 1024, maxDataParallelStartRank: 65535, maxBlockSize: 65536,
+  maxTaints: 64, maxMapEntries: 64, maxAllowedWorkerIds: 65536, maxMmObjectsPerBlock: 64, maxPromptItems: 4194304,
+  // Capacity (configurable, README "Limits"): defaults, and the wasm index handles partitions share.
+  // (prompt blocks: bench/RESULTS.md "Prompt size"; fewer where bookings are also recorded into an index)
+  defaultMaxPromptBlocks: 16384, defaultMaxPromptBlocksRecorded: 4096, defaultMaxBookings: 262144, wasmIndexHandles: 4096,
+  // HTTP transport: the whole request must arrive within (408), an idle socket closes after (0 = never).
+  requestTimeoutMs: 30000, connectionTimeoutMs: 600000,
 });
 
-const show = (v: unknown): string => (typeof v === 'string' ? JSON.stringify(v) : typeof v === 'bigint' ? `${v}n` : String(v));
+/** A value in a problem line: env strings quoted, a bigint as `5n`, anything else briefly and safely (wire/show.ts). */
+const show = (v: unknown): string => (typeof v === 'bigint' ? `${v}n` : quote(v));
 
 /** A finite number satisfying `rule`; messages read `must be >= 0 (got -1)`. */
 function num(rule: (v: number) => boolean, what: string) {

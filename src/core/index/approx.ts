@@ -15,7 +15,7 @@ import { LIMITS } from '../config/config.js';
 import { PUBLIC_SEED, chainToScratch } from './hashing.js';
 import { Tier, type BlockRef } from './index-types.js';
 import { getWasm } from './wasm.js';
-import type { KvIndex, RankOverlap } from './kv-index.js';
+import type { KvIndex } from './kv-index.js';
 import type { Clock } from '../random.js';
 
 export interface ApproxOptions {
@@ -107,18 +107,4 @@ export class ApproxIndex {
     for (const [key, e] of this.entries) if (e.workerId === workerId && e.dpRank === dpRank) this.entries.delete(key);
     this.index.removeRank(workerId, dpRank);
   }
-}
-
-/**
- * Per-rank maximum of two overlap lists (primary and predicted side index, api §4.3): the row
- * with more effective overlap wins (the primary on ties).
- */
-export function mergeOverlapMax(primary: readonly RankOverlap[], side: readonly RankOverlap[]): RankOverlap[] {
-  const byRank = new Map<string, RankOverlap>();
-  for (const r of primary) byRank.set(r.key, r);
-  for (const r of side) {
-    const p = byRank.get(r.key);
-    if (!p || r.effectiveOverlapBlocks > p.effectiveOverlapBlocks) byRank.set(r.key, r);
-  }
-  return [...byRank.values()];
 }

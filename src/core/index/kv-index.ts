@@ -144,26 +144,6 @@ export class KvIndex {
   }
 
   /**
-   * /overlap_scores rows (api §2.15) for the given ranks (every schedulable rank, zero rows
-   * included), sorted by (worker_id, dp_rank).
-   */
-  overlapRows(locals: ArrayLike<bigint>, ranks: readonly WorkerRank[], w: CreditWeights & { sharedCacheMultiplier: number }): OverlapRow[] {
-    const byKey = new Map<string, RankOverlap>();
-    for (const r of this.match(locals, 0, w)) byKey.set(`${r.workerId}:${r.dpRank}`, r);
-    const rows = ranks.map((wr): OverlapRow => {
-      const m = byKey.get(`${wr.workerId}:${wr.dpRank}`);
-      const dev = m?.device ?? 0, host = m?.hostExt ?? 0, lower = (m?.diskExt ?? 0) + (m?.externalExt ?? 0);
-      return {
-        worker_id: wr.workerId, dp_rank: wr.dpRank, device_blocks: dev,
-        host_pinned_blocks: dev + host, disk_blocks: dev + host + lower,
-        host_pinned_extension_blocks: host, disk_extension_blocks: lower, shared_beyond_device_blocks: null,
-        router_credit_blocks: m ? m.routerCreditBlocks : 0,
-      };
-    });
-    return rows.sort((a, b) => (a.worker_id < b.worker_id ? -1 : a.worker_id > b.worker_id ? 1 : a.dp_rank - b.dp_rank));
-  }
-
-  /**
    * The engine block hashes a worker rank holds along the device path of `locals`, root-aligned
    * and contiguous (kv_hint sources, api §9).
    */

@@ -18,8 +18,6 @@ export interface LoadsOptions {
   rng: Rng;
   /** Absolute-age expiry of a booking, seconds (`DYN_ROUTER_ACTIVE_REQUEST_EXPIRY_SECS`). */
   expirySecs: number;
-  /** `router_track_active_blocks`: false tracks no blocks at all. */
-  trackActiveBlocks: boolean;
 }
 
 /** What a booking adds (AddRequest, algorithms §6.2). */
@@ -35,6 +33,9 @@ export interface BookingInput {
   loraName?: string;
 }
 
+/** What a prefill completion reports (see {@link ActiveLoads.prefillComplete}). */
+export interface PrefillDone { uncachedTokens: number; bookedAt: number }
+
 /** The current load of one rank (no prompt). */
 export interface RankLoad { activePrefillTokens: number; activeDecodeBlocks: number; activeRequests: number }
 
@@ -46,6 +47,8 @@ interface Booking {
   nBlocks: number;
   prefillTokens: number;
   prefillDone: boolean;
+  /** The prompt tokens the rank had not cached (booked or not), until the first prefill completion reports them. */
+  uncachedTokens: number;
   readonly admittedAt: number;
   readonly expectedOutputTokens?: number;
   readonly loraName?: string;
@@ -113,13 +116,13 @@ export class ActiveLoads {
     if (this.byId.has(id)) return false;
     const st = this.byRank.get(rankKey(workerId, dpRank));
     if (!st) return false;
-    const n = this.o.trackActiveBlocks ? input.nBlocks : 0;
+    const n = input.nBlocks;
     const words = new Uint32Array(Math.max(4, n * 2));
     words.set(input.seq.subarray(0, n * 2));
     for (let i = 0; i < n; i++) st.blocks.inc(words[2 * i], words[2 * i + 1]);
     const prefill = input.trackPrefillTokens && input.prefillTokens > 0 ? input.prefillTokens : 0;
     const b: Booking = {
-      id, rank: st, words, nBlocks: n, prefillTokens: prefill, prefillDone: prefill === 0,
+      id, rank: st, words, nBlocks: n, prefillTokens: prefill, prefillDone: prefill === 0, uncachedTokens: Math.max(input.prefillTokens, 0),
       admittedAt: this.o.clock.now(), expectedOutputTokens: input.expectedOutputTokens, loraName: input.loraName,
     };
     st.prefillTokens += prefill;
@@ -128,16 +131,22 @@ export class ActiveLoads {
     return true;
   }
 
-  /** Prefill done: the request's prefill tokens leave the rank (idempotent). */
-  prefillComplete(id: string): boolean {
+  /**
+   * Prefill done: the request's prefill tokens leave the rank (idempotent). Returns null for an
+   * unknown id, else when the booking was made and the prompt tokens the rank had not cached
+   * (the tokens the engine has just computed; 0 on a repeated call).
+   */
+  prefillComplete(id: string): PrefillDone | null {
     const b = this.byId.get(id);
-    if (!b) return false;
+    if (!b) return null;
     if (!b.prefillDone) {
       b.rank.prefillTokens -= b.prefillTokens;
       b.prefillDone = true;
       this.prefillRates.observe(rankKey(b.rank.workerId, b.rank.dpRank), b.prefillTokens, b.admittedAt, this.o.clock.now());
     }
-    return true;
+    const uncachedTokens = b.uncachedTokens;
+    b.uncachedTokens = 0;
+    return { uncachedTokens, bookedAt: b.admittedAt };
   }
 
   /**
@@ -147,7 +156,6 @@ export class ActiveLoads {
   addOutputBlock(id: string, decayFraction?: number): boolean {
     const b = this.byId.get(id);
     if (!b) return false;
-    if (!this.o.trackActiveBlocks) return true;
     const rng = this.o.rng;
     const lo = Math.floor(rng.next() * 0x100000000) >>> 0, hi = Math.floor(rng.next() * 0x100000000) >>> 0;
     if ((b.nBlocks + 1) * 2 > b.words.length) {
@@ -215,7 +223,7 @@ export class ActiveLoads {
   /** {@link overlapDepth} by `worker:rank` key. */
   depthOf(key: string, seq: Uint32Array, nBlocks: number): number {
     const st = this.byRank.get(key);
-    if (!st || !this.o.trackActiveBlocks || st.blocks.size === 0) return 0;
+    if (!st || st.blocks.size === 0) return 0;
     let d = 0;
     while (d < nBlocks && st.blocks.has(seq[2 * d], seq[2 * d + 1])) d++;
     return d;

@@ -8,6 +8,10 @@
  * shares time with. Both sums decay geometrically per observation, so the rate follows a rank
  * whose load or hardware changes.
  *
+ * The sums of squares and products of each observation's tokens and seconds give the rate's
+ * standard error, so a policy can tell a rank that is slower from one whose request mix made it
+ * look slower ({@link credibleRate}).
+ *
  * Mirrored bookings (replica sync) feed it like local ones: they are booked and completed in
  * the same load table. Isomorphic; times are the core's clock (ms).
  */
@@ -20,6 +24,10 @@ export interface PrefillObservations {
   seconds: number;
   /** Observations so far (not decayed). */
   samples: number;
+  /** Decayed sums of each observation's tokens², tokens x seconds and seconds² (absent: no spread known). */
+  tt?: number;
+  ts?: number;
+  ss?: number;
 }
 
 interface RankState extends PrefillObservations { lastDone: number }
@@ -33,10 +41,13 @@ export class PrefillRates {
   /** `tokens` booked at `bookedAt` finished prefill at `now` on rank `key` (ms). */
   observe(key: string, tokens: number, bookedAt: number, now: number): void {
     let st = this.ranks.get(key);
-    if (!st) { st = { tokens: 0, seconds: 0, samples: 0, lastDone: -Infinity }; this.ranks.set(key, st); }
-    const busyMs = Math.max(0, now - Math.max(bookedAt, st.lastDone));
-    st.tokens = st.tokens * PREFILL_RATE_DECAY + Math.max(0, tokens);
-    st.seconds = st.seconds * PREFILL_RATE_DECAY + busyMs / 1000;
+    if (!st) { st = { tokens: 0, seconds: 0, samples: 0, tt: 0, ts: 0, ss: 0, lastDone: -Infinity }; this.ranks.set(key, st); }
+    const t = Math.max(0, tokens), sec = Math.max(0, now - Math.max(bookedAt, st.lastDone)) / 1000, d = PREFILL_RATE_DECAY;
+    st.tokens = st.tokens * d + t;
+    st.seconds = st.seconds * d + sec;
+    st.tt = (st.tt ?? 0) * d + t * t;
+    st.ts = (st.ts ?? 0) * d + t * sec;
+    st.ss = (st.ss ?? 0) * d + sec * sec;
     st.samples++;
     st.lastDone = Math.max(st.lastDone, now);
   }
@@ -55,4 +66,31 @@ export function prefillRate(obs: PrefillObservations | undefined, prior: Prefill
   const tokens = prior.weightTokens + (obs?.tokens ?? 0);
   const seconds = prior.weightTokens / prior.tokensPerSec + (obs?.seconds ?? 0);
   return seconds > 0 ? tokens / seconds : prior.tokensPerSec;
+}
+
+/**
+ * The standard error of a rank's observed rate tokens / seconds, tokens/s: the ratio
+ * estimator's, the spread of each observation's tokens around rate x its seconds over the
+ * seconds observed. Infinity without observations; 0 when they carry no spread.
+ */
+export function rateStandardError(obs: PrefillObservations | undefined): number {
+  if (!obs || !(obs.seconds > 0)) return Infinity;
+  const r = obs.tokens / obs.seconds;
+  return Math.sqrt(Math.max(0, (obs.tt ?? 0) - 2 * r * (obs.ts ?? 0) + r * r * (obs.ss ?? 0))) / obs.seconds;
+}
+
+/** Standard errors a rank's rate must differ from the fleet's by before the difference counts. */
+export const CREDIBLE_Z = 2;
+
+/**
+ * The rate to believe for one rank given the fleet's `pooled` rate: the rank's own (blended with
+ * the pooled rate as a prior worth `weightTokens` tokens), moved toward the pooled rate by
+ * {@link CREDIBLE_Z} standard errors and no further. A rank whose observations are as fast as
+ * the fleet's within their noise (request mix, per-request overhead) gets the pooled rate; a rank
+ * clearly slower or faster keeps the part of the difference its noise cannot explain.
+ */
+export function credibleRate(obs: PrefillObservations | undefined, pooled: number, weightTokens: number): number {
+  const own = prefillRate(obs, { tokensPerSec: pooled, weightTokens });
+  const d = own - pooled, slack = CREDIBLE_Z * rateStandardError(obs);
+  return Math.abs(d) <= slack ? pooled : own - Math.sign(d) * slack;
 }

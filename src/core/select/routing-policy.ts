@@ -12,8 +12,10 @@ export const TTFT_DEFAULTS = Object.freeze({
   decode_weight: 1,
   memory_weight: 1,
   memory_threshold: 0.9,
-  backlog_weight: 30,
-  session_weight: 0.75,
+  backlog_weight: 60,
+  session_weight: 0.25,
+  evict_weight: 0.5,
+  tie_tolerance: 0.05,
 });
 export type TtftParams = { -readonly [K in keyof typeof TTFT_DEFAULTS]: number };
 

@@ -7,7 +7,6 @@
 import type { EffectiveRouterValues, RouterConfig } from '../config/config.js';
 import { SelectionError, noEndpoints, noLongerSchedulable, queueRejected } from '../errors.js';
 import { classQueues, poolIsBusy, rankIsBusy, type PolicyClassConfig } from './policy-config.js';
-import { mergeOverlapMax } from '../index/approx.js';
 import type { SelectAndReserveRequest } from '../wire/schemas.js';
 import type { WorkerEntry } from '../catalog/catalog.js';
 import type { RankOverlap } from '../index/kv-index.js';
@@ -15,6 +14,7 @@ import type { Partition } from '../catalog/partition.js';
 import type { AffinityTarget } from '../booking/affinity.js';
 import type { Waiter } from './queue.js';
 import type { NormalizedPrompt } from '../index/prompt.js';
+import { mergePredicted } from './overlap.js';
 import { costParams, defaultCosts, effectivePrefillTokens, eligible, pickByCost, untrackedBlocks, type Candidate } from './selector.js';
 import { CandidateRowView, runPolicy, selectionContext, type WorkerSelectionContext } from './policy.js';
 import type { OverlapSummary, SelectOptions, SelectResponse } from '../wire/types.js';
@@ -183,17 +183,20 @@ export class Scheduler {
     };
   }
 
-  /** The index's tiered overlap of a prompt per rank (`"worker:rank"` keys). */
+  /**
+   * The index's tiered overlap of a prompt per rank (`"worker:rank"` keys), the predicted side
+   * index merged in (select/overlap.ts). Empty for a partition destroyed while the request waited.
+   */
   overlapCache(part: Partition, prompt: NormalizedPrompt, eff: EffectiveRouterValues): OverlapCache {
     const byRank: OverlapCache = new Map();
-    if (prompt.locals && prompt.locals.length > 0) {
+    if (prompt.locals && prompt.locals.length > 0 && !part.destroyed) {
       const w = {
         overlapScoreCredit: eff.overlapScoreCredit, hostCacheHitWeight: this.s.config.hostCacheHitWeight,
         diskCacheHitWeight: this.s.config.diskCacheHitWeight,
       };
       let rows = part.index.match(prompt.locals, prompt.isl, w);
       if (part.predicted) {
-        rows = mergeOverlapMax(rows, part.predicted.index.match(prompt.locals, prompt.isl, w));
+        rows = mergePredicted(rows, part.predicted.index.match(prompt.locals, prompt.isl, w), w, part.blockSize, prompt.isl);
       }
       for (const o of rows) byRank.set(o.key, o);
     }

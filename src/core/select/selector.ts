@@ -88,12 +88,32 @@ export function requestBlocks(isl: number, blockSize: number): number {
   return Math.max(1, Math.ceil(isl / blockSize));
 }
 
+interface TaintInfo { readonly set: ReadonlySet<string>; readonly key: string }
+const taintInfos = new WeakMap<readonly string[], TaintInfo>();
+
+/**
+ * A worker's taints as a set plus a key of their content, made once per taint list (a registered
+ * worker's list is one array for its lifetime). A request checks each distinct taint list once
+ * (memo by key) with one set lookup per requested taint, so the cost of its taint constraints does
+ * not grow with the fleet when workers share their taints.
+ */
+function taintInfo(taints: readonly string[]): TaintInfo {
+  let t = taintInfos.get(taints);
+  if (t === undefined) {
+    const set = new Set(taints);
+    t = { set, key: [...set].sort().join('\u0000') };
+    taintInfos.set(taints, t);
+  }
+  return t;
+}
+
 /** `exp(-tanh(sum of weights of matched preferred taints))`, in [e^-1, e]; 1 when none match. */
 export function preferredTaintMultiplier(taints: readonly string[], preferred: Readonly<Record<string, number>>): number {
   let sum = 0;
+  const held = taintInfo(taints).set;
   // Iterate the (few) preferred taints so a taint listed twice on a worker counts once.
   for (const key in preferred) {
-    if (Object.prototype.hasOwnProperty.call(preferred, key) && taints.includes(key)) sum += preferred[key];
+    if (Object.prototype.hasOwnProperty.call(preferred, key) && held.has(key)) sum += preferred[key];
   }
   return Math.exp(-Math.tanh(sum));
 }
@@ -119,6 +139,7 @@ export function defaultCosts(cands: readonly Candidate[], p: CostParams, out?: F
   if (decayOn) for (const c of cands) minActive = Math.min(minActive, c.hasLoad ? c.activePrefillTokens : 0);
   const reqBlocks = requestBlocks(p.islTokens, bs);
   const taintsOn = hasAny(p.preferredTaints);
+  const multipliers = new Map<string, number>(); // per distinct taint list
   for (let i = 0; i < n; i++) {
     const c = cands[i];
     const active = c.hasLoad ? c.activePrefillTokens : 0;
@@ -134,7 +155,14 @@ export function defaultCosts(cands: readonly Candidate[], p: CostParams, out?: F
     const activeRequestCost = p.decodeActiveRequestWeight * (c.hasLoad ? c.activeRequests : 0);
     const adjusted = Math.max(0, rawPrefillTokens / bs - credit);
     const logit = p.prefillLoadScale * adjusted + decode + activeRequestCost;
-    costs[i] = taintsOn ? logit * preferredTaintMultiplier(c.taints, p.preferredTaints) : logit;
+    if (taintsOn) {
+      const key = taintInfo(c.taints).key;
+      let m = multipliers.get(key);
+      if (m === undefined) multipliers.set(key, m = preferredTaintMultiplier(c.taints, p.preferredTaints));
+      costs[i] = logit * m;
+    } else {
+      costs[i] = logit;
+    }
   }
   return costs;
 }
@@ -192,7 +220,10 @@ export function pickByCost(costs: ArrayLike<number>, n: number, temperature: num
 
 /** The request's eligibility inputs (api §2.7). */
 export interface EligibilityRequest {
-  /** Allow-set of worker ids; absent or empty = every worker. */
+  /**
+   * Allow-set of worker ids; absent = every worker, empty = none (Dynamo's
+   * `caller_allows_worker_id`, lib/kv-router/src/scheduling/filter.rs).
+   */
   allowedWorkerIds?: readonly bigint[];
   /** A candidate must carry every one of these taints. */
   requiredTaints: readonly string[];
@@ -205,22 +236,31 @@ export interface EligibilityRequest {
 /**
  * §5.4 filters applied before scoring: allowed ids, required taints, pinned worker/rank,
  * affinity target. Returns the kept rows in order (possibly none; the caller maps that to
- * `noEndpoints`). Throws {@link pinnedNotAllowed} (400) when the pinned worker is outside a
- * non-empty allow-set, before any filtering.
+ * `noEndpoints`). Throws {@link pinnedNotAllowed} (400) when the pinned worker is outside the
+ * allow-set (an empty one too), before any filtering.
  */
 export function eligible(cands: readonly Candidate[], req: EligibilityRequest): Candidate[] {
-  const allowed = req.allowedWorkerIds !== undefined && req.allowedWorkerIds.length > 0
-    ? new Set(req.allowedWorkerIds) : undefined;
+  const allowed = req.allowedWorkerIds !== undefined ? new Set(req.allowedWorkerIds) : undefined;
   const pin = req.pinned, target = req.affinityTarget, required = req.requiredTaints;
   if (pin !== undefined && allowed !== undefined && !allowed.has(pin.workerId)) throw pinnedNotAllowed(pin.workerId);
   const out: Candidate[] = [];
+  const satisfied = new Map<string, boolean>(); // required taints, per distinct taint list
   for (const c of cands) {
     if (allowed !== undefined && !allowed.has(c.workerId)) continue;
     if (pin !== undefined && (c.workerId !== pin.workerId || c.dpRank !== pin.dpRank)) continue;
     if (target !== undefined && (c.workerId !== target.workerId
       || (target.dpRank !== undefined && c.dpRank !== target.dpRank))) continue;
     let ok = true;
-    for (const t of required) if (!c.taints.includes(t)) { ok = false; break; }
+    if (required.length > 0) {
+      const info = taintInfo(c.taints);
+      const known = satisfied.get(info.key);
+      if (known === undefined) {
+        for (const t of required) if (!info.set.has(t)) { ok = false; break; }
+        satisfied.set(info.key, ok);
+      } else {
+        ok = known;
+      }
+    }
     if (ok) out.push(c);
   }
   return out;

@@ -4,7 +4,7 @@
  * peer's `/dump`, and the OpenAPI document. u64 fields accept numbers or bigints (the u64-exact
  * JSON parser gives bigints beyond 2^53) and come out as bigint.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { TIER_NAMES } from '../index/index-types.js';
 import type { RouterEvent } from '../index/kv-index.js';
 import { u32, u64 } from './schemas.js';

@@ -6,18 +6,20 @@
  *
  * Conventions (serde parity, api §1 / §2.2): unknown keys are ignored; JSON `null` means absent;
  * u64 ids become `bigint`; i64 hash arrays are bit-cast to u64 `bigint`.
+ *
+ * Every size a client controls is bounded (`LIMITS`, README "Limits"): strings, lists, maps,
+ * data-parallel ranks and block size; a value over a limit is a 422 naming the field and the limit.
  * Isomorphic: no `node:` imports.
  */
-import { z } from 'zod';
-import { RouterConfigOverrideSchema } from '../config/config.js';
+import * as z from 'zod';
+import { LIMITS, RouterConfigOverrideSchema } from '../config/config.js';
 import { SelectionError } from '../errors.js';
+import { show } from './show.js';
 
 const U64_MAX = (1n << 64n) - 1n;
 const I64_MIN = -(1n << 63n);
 const I64_MAX = (1n << 63n) - 1n;
 const U32_MAX = 0xffffffff;
-
-const show = (v: unknown): string => (typeof v === 'bigint' ? v.toString() : JSON.stringify(v) ?? String(v));
 
 /** u64 from a number or bigint integer, as bigint. */
 export const u64 = () =>
@@ -29,6 +31,31 @@ export const u64 = () =>
 export const u32 = () =>
   z.custom<number>((v) => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= U32_MAX,
     { error: (i) => `expected an unsigned 32-bit integer (got ${show(i.input)})` });
+
+/** A u32 no larger than `max` (a size-like field: data-parallel ranks, block size). */
+const u32AtMost = (max: number) =>
+  z.custom<number>((v) => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= max, {
+    error: (i) => (typeof i.input === 'number' && Number.isInteger(i.input) && i.input > max && i.input <= U32_MAX
+      ? `must be at most ${max} (got ${i.input})` : `expected an unsigned 32-bit integer (got ${show(i.input)})`),
+  });
+
+/** A string of at most `LIMITS.maxStringChars` characters. */
+const str = () => z.string().max(LIMITS.maxStringChars, { error: `longer than the limit of ${LIMITS.maxStringChars} characters` });
+
+/** A list of at most `max` items (`what` names them in the message). */
+const list = <T extends z.ZodType>(item: T, max: number, what: string) =>
+  z.array(item).max(max, { error: `more than the limit of ${max} ${what}` });
+
+/** A JSON object of at most `max` entries, string keys of bounded length. */
+const boundedRecord = <V extends z.ZodType>(value: V, max: number, what: string) =>
+  z.record(str(), value).refine((m) => Object.keys(m).length <= max, { error: `more than the limit of ${max} ${what}` });
+
+/** An array input over `LIMITS.maxPromptItems` is refused before its items are looked at. */
+const tooLong = (arr: unknown[], ctx: z.RefinementCtx, what: string): boolean => {
+  if (arr.length <= LIMITS.maxPromptItems) return false;
+  ctx.addIssue({ code: 'custom', message: `more than the limit of ${LIMITS.maxPromptItems} ${what}` });
+  return true;
+};
 
 /** A non-negative integer that fits a JS number exactly (usize / u64 counts). */
 export const count = () =>
@@ -49,6 +76,7 @@ const opt = <T extends z.ZodType>(s: T) =>
 export const i64HashArray = () =>
   z.custom<unknown[]>((v) => Array.isArray(v), { error: () => 'expected an array of 64-bit integers' })
     .transform((arr, ctx): bigint[] => {
+      if (tooLong(arr, ctx, 'hashes')) return z.NEVER;
       const out = new Array<bigint>(arr.length);
       for (let i = 0; i < arr.length; i++) {
         const x = arr[i];
@@ -67,6 +95,7 @@ void I64_MAX;
 export const tokenArray = () =>
   z.custom<unknown[]>((v) => Array.isArray(v), { error: () => 'expected an array of token ids' })
     .transform((arr, ctx): number[] => {
+      if (tooLong(arr, ctx, 'token ids')) return z.NEVER;
       for (let i = 0; i < arr.length; i++) {
         const t = arr[i];
         if (typeof t !== 'number' || !Number.isInteger(t) || t < 0 || t > U32_MAX) {
@@ -77,9 +106,11 @@ export const tokenArray = () =>
       return arr as number[];
     });
 
-/** A map keyed by a global dp rank (decimal string) to an endpoint string. */
+/** A map keyed by a global dp rank (decimal string) to an endpoint string, one entry per rank at most. */
 const rankMap = () =>
-  z.record(z.string().regex(/^\d+$/, { error: 'keys must be dp ranks' }), z.string()).nullish()
+  z.record(z.string().regex(/^\d{1,10}$/, { error: 'keys must be dp ranks' }), str())
+    .refine((m) => Object.keys(m).length <= LIMITS.maxDataParallelSize,
+      { error: `more than the limit of ${LIMITS.maxDataParallelSize} ranks` }).nullish()
     .transform((m) => {
       const out = new Map<number, string>();
       if (m) for (const [k, v] of Object.entries(m)) {
@@ -93,12 +124,14 @@ const rankMap = () =>
 
 export const MmObjectSchema = z.object({
   mm_hash: u64(),
-  offsets: z.array(z.tuple([count(), count()])).nullish().transform((v) => v ?? []),
+  offsets: list(z.tuple([count(), count()]), LIMITS.maxMmObjectsPerBlock, 'offsets').nullish().transform((v) => v ?? []),
 });
 /** `BlockExtraInfo` (api §2.7). */
-export const BlockExtraInfoSchema = z.object({ mm_objects: z.array(MmObjectSchema).nullish().transform((v) => v ?? []) });
+export const BlockExtraInfoSchema = z.object({
+  mm_objects: list(MmObjectSchema, LIMITS.maxMmObjectsPerBlock, 'multimodal objects').nullish().transform((v) => v ?? []),
+});
 export type BlockExtraInfo = z.output<typeof BlockExtraInfoSchema>;
-const blockMmInfos = () => z.array(BlockExtraInfoSchema.nullable()).nullish().transform((v) => v ?? undefined);
+const blockMmInfos = () => list(BlockExtraInfoSchema.nullable(), LIMITS.maxPromptItems, 'blocks').nullish().transform((v) => v ?? undefined);
 
 // ---- prompt -------------------------------------------------------------------------------
 
@@ -110,25 +143,25 @@ export const promptShape = {
   block_hashes: opt(i64HashArray()),
   sequence_hashes: opt(i64HashArray()),
   isl_tokens: opt(count()),
-  lora_name: opt(z.string()),
-  cache_salt: opt(z.string()),
+  lora_name: opt(str()),
+  cache_salt: opt(str()),
   is_eagle: opt(z.boolean()),
 };
 
 const partitionShape = {
-  model_name: z.string().nullish().transform((v) => v ?? 'default'),
-  routing_group: z.string().nullish().transform((v) => v ?? 'default'),
+  model_name: str().nullish().transform((v) => v ?? 'default'),
+  routing_group: str().nullish().transform((v) => v ?? 'default'),
 };
 
 const overrideField = RouterConfigOverrideSchema.nullish().transform((v) => v ?? undefined);
 
 export const SessionContextSchema = z.object({
-  session_id: z.string(),
-  parent_session_id: opt(z.string()),
+  session_id: str(),
+  parent_session_id: opt(str()),
   session_final: opt(z.boolean()),
   input_trigger: opt(z.enum(['user_message', 'tool_result', 'other'])),
   /** Agent headers (name -> ordered values), passed to custom policies unchanged. */
-  agent_headers: opt(z.record(z.string(), z.array(z.string()))),
+  agent_headers: opt(boundedRecord(list(str(), LIMITS.maxMapEntries, 'values'), LIMITS.maxMapEntries, 'headers')),
 });
 export type SessionContext = z.output<typeof SessionContextSchema>;
 
@@ -136,23 +169,23 @@ export const WorkerTargetSchema = z.object({ worker_id: u64(), dp_rank: opt(u32(
 export const PinnedWorkerSchema = z.object({ worker_id: u64(), dp_rank: u32() });
 
 export const RoutingConstraintsSchema = z.object({
-  required_taints: z.array(z.string()).nullish().transform((v) => v ?? []),
-  preferred_taints: z.record(z.string(), f64()).nullish().transform((v) => v ?? {}),
+  required_taints: list(str(), LIMITS.maxTaints, 'taints').nullish().transform((v) => v ?? []),
+  preferred_taints: boundedRecord(f64(), LIMITS.maxTaints, 'taints').nullish().transform((v) => v ?? {}),
 }).nullish().transform((v) => v ?? { required_taints: [], preferred_taints: {} });
 
 const selectShape = {
   ...partitionShape,
-  selection_id: opt(z.string()),
+  selection_id: opt(str()),
   ...promptShape,
   router_config_override: overrideField,
   expected_output_tokens: opt(u32()),
   priority_jump: opt(f64()),
   strict_priority: opt(u32()),
-  session_id: opt(z.string()),
+  session_id: opt(str()),
   session_context: opt(SessionContextSchema),
   affinity_target: opt(WorkerTargetSchema),
   pinned_worker: opt(PinnedWorkerSchema),
-  allowed_worker_ids: opt(z.array(u64())),
+  allowed_worker_ids: opt(list(u64(), LIMITS.maxAllowedWorkerIds, 'worker ids')),
   routing_constraints: RoutingConstraintsSchema,
 };
 
@@ -167,7 +200,8 @@ export type SelectAndReserveRequestInput = z.input<typeof SelectAndReserveReques
 /** `POST /reservations` (api §2.9). */
 export const ReservationRequestSchema = z.object({
   ...partitionShape,
-  selection_id: z.string({ error: (i) => (i.input === undefined ? 'missing field `selection_id`' : 'selection_id must be a string') }),
+  selection_id: z.string({ error: (i) => (i.input === undefined ? 'missing field `selection_id`' : 'selection_id must be a string') })
+    .max(LIMITS.maxStringChars, { error: `longer than the limit of ${LIMITS.maxStringChars} characters` }),
   worker_id: opt(u64()),
   dp_rank: opt(u32()),
   ...promptShape,
@@ -187,34 +221,34 @@ export const PromptQuerySchema = z.object({ ...partitionShape, ...promptShape, r
 export type PromptQueryInput = z.input<typeof PromptQuerySchema>;
 
 /** Replica-sync peer routes (api §2.17). */
-export const PeerRequestSchema = z.object({ endpoint: z.string() });
+export const PeerRequestSchema = z.object({ endpoint: str() });
 
 /** Query filter of GET /workers and GET /loads. */
-export const FilterQuerySchema = z.object({ model_name: opt(z.string()), routing_group: opt(z.string()) });
+export const FilterQuerySchema = z.object({ model_name: opt(str()), routing_group: opt(str()) });
 export type FilterQuery = z.output<typeof FilterQuerySchema>;
 
 // ---- workers ------------------------------------------------------------------------------
 
 const workerFields = {
-  endpoint: opt(z.string()),
-  kv_events_endpoint: opt(z.string()),
+  endpoint: opt(str()),
+  kv_events_endpoint: opt(str()),
   kv_events_endpoints: rankMap(),
-  replay_endpoint: opt(z.string()),
-  block_size: opt(u32()),
-  data_parallel_start_rank: opt(u32()),
-  data_parallel_size: opt(u32()),
+  replay_endpoint: opt(str()),
+  block_size: opt(u32AtMost(LIMITS.maxBlockSize)),
+  data_parallel_start_rank: opt(u32AtMost(LIMITS.maxDataParallelStartRank)),
+  data_parallel_size: opt(u32AtMost(LIMITS.maxDataParallelSize)),
   max_num_batched_tokens: opt(count()),
   total_kv_blocks: opt(count()),
-  stable_routing_id: opt(z.string()),
+  stable_routing_id: opt(str()),
   is_eagle: opt(z.boolean()),
-  taints: z.array(z.string()).nullish().transform((v) => v ?? []),
-  topology_domains: z.record(z.string(), z.string()).nullish().transform((v) => v ?? {}),
-  kv_transfer_domain: opt(z.string()),
+  taints: list(str(), LIMITS.maxTaints, 'taints').nullish().transform((v) => v ?? []),
+  topology_domains: boundedRecord(str(), LIMITS.maxMapEntries, 'entries').nullish().transform((v) => v ?? {}),
+  kv_transfer_domain: opt(str()),
   kv_transfer_enforcement: opt(z.enum(['required', 'preferred'])),
   kv_transfer_preferred_weight: opt(f64()),
-  router_hint_worker_type: opt(z.string()),
+  router_hint_worker_type: opt(str()),
   router_hint_source_control_endpoints: rankMap(),
-  kv_event_source_mode: opt(z.string()),
+  kv_event_source_mode: opt(str()),
 };
 
 /** `POST /workers` (api §3.1): only `worker_id` is required. */

@@ -9,6 +9,7 @@ import type {
   SelectRequestInput, WorkerPatchInput, WorkerRequestInput,
 } from './schemas.js';
 import type { RouterEvent } from '../index/kv-index.js';
+import type { KvFeedState, KvFeedStatus } from '../index/feed.js';
 
 export type Lifecycle = 'incomplete' | 'schedulable' | 'draining' | 'unschedulable';
 
@@ -19,7 +20,8 @@ export interface WorkerRecord {
   routing_group: string;
   endpoint: string | null;
   kv_events_endpoint: string | null;
-  kv_events_endpoints: Record<string, string>;
+  /** omitted when empty (Dynamo's newest `types.rs`) */
+  kv_events_endpoints?: Record<string, string>;
   replay_endpoint: string | null;
   block_size: number | null;
   data_parallel_start_rank: number | null;
@@ -42,15 +44,24 @@ export interface WorkerRecord {
   lifecycle: Lifecycle;
   /** omitted when empty */
   not_schedulable_reasons?: string[];
+  /** The KV-event feed of each rank; present only while the service is fed by KV events (not in Dynamo). */
+  kv_events?: KvFeedStatus[];
 }
 
-export interface ReadyResponse { ready: boolean; schedulable_workers: number; workers: WorkerRecord[] }
+export interface ReadyResponse {
+  ready: boolean;
+  schedulable_workers: number;
+  workers: WorkerRecord[];
+  /** Ranks per KV-feed state over every worker; present only while the service is fed by KV events (not in Dynamo). */
+  kv_feeds?: Record<KvFeedState, number>;
+}
 
 export interface OverlapSummary { longest_matched: number; gpu: number; dp: Record<string, number>; cpu: number; disk: number }
 
 export interface WorkerLoad {
   active_prefill_tokens: number;
-  prefill_token_capacity: number | null;
+  /** the worker's `max_num_batched_tokens`, else Dynamo's default capacity (10,000,000) */
+  prefill_token_capacity: number;
   total_kv_blocks?: number;
   prefill_busy?: boolean;
 }
@@ -150,8 +161,13 @@ export interface ReplicaPeersApi {
   listReplicaPeers(): string[];
 }
 
-/** What the HTTP layer serves: the selection API, the peer routes, readiness of shutdown. */
+/** A metrics scrape: the Prometheus text exposition and its content type. */
+export interface MetricsExposition { contentType: string; text: string }
+
+/** What the HTTP layer serves: the selection API, the peer routes, metrics, readiness of shutdown. */
 export interface ServiceApi extends SelectionApi, ReplicaPeersApi {
   readonly shuttingDown: boolean;
   shutdown(): Promise<void>;
+  /** `GET /metrics`. */
+  metrics(): Promise<MetricsExposition>;
 }

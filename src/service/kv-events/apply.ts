@@ -14,6 +14,7 @@ import { CacheNamespaces } from './namespaces.js';
 import { GroupFilter } from './groups.js';
 import { IndexWriter } from './index-writer.js';
 import type { IngestCounters } from './stats.js';
+import { systemClock, type Clock } from '../../core/random.js';
 
 /** Where a worker's events go. */
 export interface ApplyTarget {
@@ -31,8 +32,10 @@ export class BatchApplier {
   private readonly slotOf = new Map<number, number>();
   /** Every rank this applier indexed blocks for (its own, and any a batch named). */
   readonly ranks = new Set<number>();
+  /** When the last batch was applied (the clock's milliseconds); null before the first. */
+  lastBatchAt: number | null = null;
 
-  constructor(private readonly target: ApplyTarget, private readonly counters: IngestCounters) {
+  constructor(private readonly target: ApplyTarget, private readonly counters: IngestCounters, private readonly clock: Clock = systemClock) {
     this.writer = new IndexWriter(target.index);
   }
 
@@ -54,6 +57,7 @@ export class BatchApplier {
       }
     }
     c.batchesApplied++;
+    this.lastBatchAt = this.clock.now();
   }
 
   /** The rank's slot; interned when `create`, else -1 when the rank holds nothing. */
@@ -78,6 +82,7 @@ export class BatchApplier {
     if (ns === null) { c.droppedEvents.ambiguousNamespace++; return; }
     const bs = this.target.blockSize;
     if (e.blockSize !== bs) { c.droppedEvents.blockSizeMismatch++; return; }
+    if (e.tokenCount < e.count * bs) c.tokenCountMismatches++;
     const st = this.writer.store(this.slot(rank, true), e, batch, ns);
     this.target.index.countStore(st, e.count);
     if (st === StoreStatus.ParentNotFound) c.parentNotFound++;

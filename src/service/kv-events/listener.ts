@@ -11,7 +11,8 @@
  * watermark or open a gap: garbage with a random seq cannot poison the stream.
  *
  * Robustness: wrong frame counts, short seq frames, oversize messages, undecodable or mis-shaped
- * payloads are dropped and counted; a lost connection is retried (100 ms doubling to 5 s) for as
+ * payloads, and batches naming a `data_parallel_rank` the worker does not have are dropped and
+ * counted; a lost connection is retried (100 ms doubling to 5 s) for as
  * long as the listener lives, and every change of its state reaches `onTransport`. Until the
  * ingress signals that start-up recovery finished, the connection is up but not read: the
  * subscriber reads {@link LISTENER_READ_AHEAD_MESSAGES} ahead and then pauses the socket; the
@@ -53,6 +54,8 @@ export interface ListenerOptions {
   replayIdleTimeoutMs: number;
   /** Messages above this size are dropped (counted as `oversizeMessages`). */
   maxMessageBytes: number;
+  /** Whether `rank` is one of the worker's ranks now (a batch naming another is dropped). */
+  ownsRank(rank: number): boolean;
   logger: Logger;
   /** Every change of the connection's state. */
   onTransport?(state: TransportState, reason: string | null): void;
@@ -147,6 +150,12 @@ export class KvListener {
       }
     }
     if (seq > expected) c.batchesLost += Number(seq - expected);
+    if (batch.dpRank !== null && batch.dpRank !== this.dpRank && !this.o.ownsRank(batch.dpRank)) {
+      // in sequence, so the watermark moves on; its events are dropped, not indexed under a stranger rank
+      c.droppedFrames.unknownRank++;
+      this.watermark = seq;
+      return;
+    }
     try {
       this.o.applier.apply(batch, this.dpRank);
     } catch (err) {

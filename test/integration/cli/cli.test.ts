@@ -194,7 +194,7 @@ test('SELECT_SERVICE_* variables stand in for flags; a flag wins; an unknown DYN
   const lines = r.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
   const listening = lines.find((l) => l.msg === 'select-service listening');
   assert.equal(listening?.host, '127.0.0.1');
-  assert.ok(lines.some((l) => l.msg === 'incoming request' && l.level === 20), 'debug lines: the log level came from SELECT_SERVICE_LOG_LEVEL');
+  assert.ok(lines.some((l) => l.msg === 'request completed' && l.level === 20), 'debug lines: the log level came from SELECT_SERVICE_LOG_LEVEL');
   const warned = lines.filter((l) => l.level === 40 && typeof l.variable === 'string').map((l) => `${l.variable} -> ${l.closest}`);
   assert.deepEqual(warned, ['DYN_ROUTER_TEMPRATURE -> DYN_ROUTER_TEMPERATURE', 'SELECT_SERVICE_PROT -> SELECT_SERVICE_PORT']);
 });

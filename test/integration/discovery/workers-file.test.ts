@@ -99,3 +99,15 @@ test('parseWorkersFile lists every problem of a snapshot', () => {
   const s = parseWorkersFile(`[${rec('9007199254740993')}]`);
   assert.deepEqual([...s.ids], [9007199254740993n], 'ids keep every digit');
 });
+
+test('a snapshot with a record outside --allowed-endpoints changes nothing (checked before any upsert)', async (t) => {
+  const service = await new SelectionServiceBuilder(parseRouterConfig({ DYN_ROUTER_USE_KV_EVENTS: 'false' }))
+    .allowedEndpoints(['10.0.0.0/8']).build();
+  const path = join(await mkdtemp(join(tmpdir(), 'workers-file-')), 'workers.json');
+  const d = new WorkersFileDiscovery({ path, target: service, logger: silent, retryMs: 60_000, pollMs: 20 });
+  t.after(async () => { d.close(); await service.shutdown(); });
+  await writeFile(path, `[${rec(1, ',"kv_events_endpoint":"tcp://10.0.0.1:1"')}, ${rec(2, ',"kv_events_endpoint":"tcp://8.8.8.8:53"')}]`);
+  await d.start();
+  assert.deepEqual(service.listWorkers(), [], 'record 0 was not applied either');
+  assert.match(d.stats.lastError ?? '', /record 1: .*endpoint "tcp:\/\/8.8.8.8:53" is not in --allowed-endpoints/);
+});

@@ -54,7 +54,7 @@ function noise(i: number): (Buffer | string)[] {
 }
 
 const accounted = (c: IngestCounters): number => c.droppedFrames.frameCount + c.droppedFrames.seqLength + c.droppedFrames.undecodable
-  + c.droppedFrames.badShape + c.staleBatches + c.batchesApplied + c.applyErrors;
+  + c.droppedFrames.badShape + c.droppedFrames.unknownRank + c.staleBatches + c.batchesApplied + c.applyErrors;
 
 test('random frames and msgpack at each listener are dropped and counted; the service keeps serving', async (t) => {
   const engines = [await FakeEngine.start(), await FakeEngine.start(), await FakeEngine.start()];

@@ -34,6 +34,14 @@ test('--flag value and --flag=value; lists split on commas', () => {
   assert.deepEqual(o.sessionAffinity, { ttlSecs: 60, mode: 'soft' });
   assert.deepEqual([o.logLevel, o.workersFile, o.threads], ['debug', '/etc/workers.json', 8]);
   assert.deepEqual(parseCliArgs(['--session-affinity-ttl-secs', '5']).sessionAffinity, { ttlSecs: 5, mode: 'hard' });
+  assert.equal(parseCliArgs([]).kvFeedSilenceSecs, null);
+  assert.equal(parseCliArgs(['--kv-feed-silence-secs', '2.5']).kvFeedSilenceSecs, 2.5);
+});
+
+test('--kv-feed-silence-secs must be a number greater than 0', () => {
+  assert.deepEqual(problems(['--kv-feed-silence-secs', '0']), ['--kv-feed-silence-secs: must be greater than 0 (got "0")']);
+  assert.match(problems(['--kv-feed-silence-secs=-1'])[0], /^--kv-feed-silence-secs: must be a number between 0 and/);
+  assert.match(problems(['--kv-feed-silence-secs', 'soon'])[0], /^--kv-feed-silence-secs: must be a number/);
 });
 
 test('router flags override the environment through the config schema, which names the flag', () => {

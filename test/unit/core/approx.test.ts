@@ -5,8 +5,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ApproxIndex, mergeOverlapMax } from '../../../src/core/index/approx.js';
-import { KvIndex, type RankOverlap } from '../../../src/core/index/kv-index.js';
+import { ApproxIndex } from '../../../src/core/index/approx.js';
+import { KvIndex } from '../../../src/core/index/kv-index.js';
 import { sequenceHashes } from '../../../src/core/index/hashing.js';
 import { ManualClock } from './core-helpers.js';
 
@@ -58,11 +58,4 @@ test('removeRank forgets a rank\'s records', () => {
   assert.equal(a.size, 2);
   assert.equal(device(ix, locals(1, 2), 1n), 0);
   assert.equal(device(ix, locals(1, 2), 2n), 2);
-});
-
-test('mergeOverlapMax keeps, per rank, the row with more effective overlap', () => {
-  const row = (w: bigint, eff: number): RankOverlap => ({ workerId: w, dpRank: 0, key: `${w}:0`, device: eff, hostExt: 0, diskExt: 0, externalExt: 0,
-    effectiveOverlapBlocks: eff, cachedTokens: eff * 4, effectivePrefillTokens: 0, routerCreditBlocks: eff });
-  const m = mergeOverlapMax([row(1n, 1), row(2n, 5)], [row(1n, 4), row(2n, 5), row(3n, 2)]);
-  assert.deepEqual(m.map((r) => [r.workerId, r.device]).sort(), [[1n, 4], [2n, 5], [3n, 2]]);
 });

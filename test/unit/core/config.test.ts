@@ -271,7 +271,9 @@ test('LIMITS carry the spec defaults and are frozen', () => {
   assert.equal(LIMITS.selectionCacheMaxBytes, 256 * 1024 * 1024);
   assert.equal(LIMITS.approximateMaxTreeSize, 1048576);
   assert.equal(LIMITS.sessionAffinityTtlMaxSecs, 365 * 24 * 3600);
-  assert.equal(Object.keys(LIMITS).length, 20);
+  assert.equal(LIMITS.maxDataParallelSize, 1024);
+  assert.equal(LIMITS.wasmIndexHandles, 4096);
+  assert.equal(Object.keys(LIMITS).length, 35);
 });
 
 test('config sources are isomorphic: no node: imports, no process.env', () => {

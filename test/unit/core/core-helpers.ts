@@ -36,3 +36,16 @@ export async function rejects(fn: () => unknown, status: number, message?: RegEx
   else if (message !== undefined) assert.equal(caught.message, message);
   return caught;
 }
+
+/**
+ * A policy configuration with a `latency` class that may not queue at all (limit 0 per worker)
+ * and a standard class that queues one request per worker: a busy worker makes `latency` 429.
+ */
+export const QUEUE_LIMIT_POLICY = {
+  default_policy_family: 'standard',
+  uncached_isl_buckets: [{ min_tokens: 0, bucket: 'all' }],
+  policy_classes: [
+    { name: 'std', policy_family: 'standard', cache_bucket: 'all', quantum: 1, prefill_busy_threshold_frac: 1.0, request_queue_limit_per_worker: 1 },
+    { name: 'latency', quantum: 1, prefill_busy_threshold: 0, request_queue_limit_per_worker: 0 },
+  ],
+};

@@ -6,23 +6,6 @@ import { Tier } from '../../../src/core/index/index-types.js';
 const W = { overlapScoreCredit: 1, hostCacheHitWeight: 0.75, diskCacheHitWeight: 0.25 };
 const blocks = (exts: number[], locals: number[]) => exts.map((e, i) => ({ ext: BigInt(e), local: BigInt(locals[i]) }));
 
-test('overlap row credits device, host extension and weights (api §2.15: 1.75)', () => {
-  const ix = new KvIndex(16);
-  ix.stored(1n, 0, Tier.Device, null, blocks([10, 11], [1, 2]));
-  ix.stored(1n, 0, Tier.Host, 11n, blocks([12], [3]));
-  const rows = ix.overlapRows([1n, 2n, 3n, 4n], [{ workerId: 2n, dpRank: 3 }, { workerId: 1n, dpRank: 0 }, { workerId: 2n, dpRank: 2 }],
-    { ...W, overlapScoreCredit: 0.5, sharedCacheMultiplier: 0 });
-  assert.deepEqual(rows.map((r) => [r.worker_id, r.dp_rank]), [[1n, 0], [2n, 2], [2n, 3]]);
-  assert.equal(rows[0].device_blocks, 2);
-  assert.equal(rows[0].host_pinned_extension_blocks, 1);
-  assert.equal(rows[0].host_pinned_blocks, 3);
-  assert.equal(rows[0].disk_blocks, 3);
-  assert.equal(rows[0].router_credit_blocks, 1.75);
-  assert.equal(rows[1].router_credit_blocks, 0);
-  assert.equal(rows[2].device_blocks, 0);
-  ix.destroy();
-});
-
 test('cache credit: effective blocks, cached tokens and effective prefill tokens (algorithms §4)', () => {
   const ix = new KvIndex(16);
   ix.stored(7n, 0, Tier.Device, null, blocks([1, 2], [1, 2]));

@@ -18,9 +18,9 @@ const words = (hashes: bigint[]): Uint32Array => {
 const input = (hashes: bigint[], prefill = 0, track = true): BookingInput =>
   ({ seq: words(hashes), nBlocks: hashes.length, trackPrefillTokens: track, prefillTokens: prefill, islTokens: hashes.length * 4 });
 
-function loads(o: { expirySecs?: number; trackActiveBlocks?: boolean } = {}) {
+function loads(o: { expirySecs?: number } = {}) {
   const clock = new ManualClock();
-  const l = new ActiveLoads({ blockSize: 4, clock, rng: seededRng(1), expirySecs: o.expirySecs ?? 300, trackActiveBlocks: o.trackActiveBlocks ?? true });
+  const l = new ActiveLoads({ blockSize: 4, clock, rng: seededRng(1), expirySecs: o.expirySecs ?? 300 });
   l.addRank(1n, 0);
   l.addRank(2n, 0);
   return { l, clock };
@@ -87,14 +87,6 @@ test('output blocks are never shared; decay weights the request\'s unshared bloc
   l.free('a');
   assert.equal(l.rankLoad(1n, 0).activeDecodeBlocks, 3, 'weights leave with their blocks');
   assert.equal(l.addOutputBlock('a'), false);
-});
-
-test('without active-block tracking nothing is deduplicated or counted', () => {
-  const { l } = loads({ trackActiveBlocks: false });
-  l.book('a', 1n, 0, input([1n, 2n], 8));
-  l.addOutputBlock('a');
-  assert.deepEqual(l.rankLoad(1n, 0), { activePrefillTokens: 8, activeDecodeBlocks: 0, activeRequests: 1 });
-  assert.equal(l.overlapDepth(1n, 0, words([1n]), 1), 0);
 });
 
 test('expiry frees bookings older than the limit since admission; output progress does not refresh it', () => {

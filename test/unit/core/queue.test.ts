@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { makeCore, rejects, worker } from './core-helpers.js';
+import { QUEUE_LIMIT_POLICY, makeCore, rejects, worker } from './core-helpers.js';
 import { parsePolicyConfig, PolicyProfile } from '../../../src/core/select/policy-config.js';
 import { AdmissionQueue } from '../../../src/core/select/queue.js';
 import { Tier } from '../../../src/core/index/index-types.js';
@@ -99,15 +99,7 @@ test('lcfs (policy queue) serves the newest first; wspt serves the cheapest firs
 });
 
 test('policy-class header and queue limits: a rejection is 429 with details, nothing booked', async () => {
-  const policyConfig = parsePolicyConfig({
-    default_policy_family: 'standard',
-    uncached_isl_buckets: [{ min_tokens: 0, bucket: 'all' }],
-    policy_classes: [
-      { name: 'std', policy_family: 'standard', cache_bucket: 'all', quantum: 1, prefill_busy_threshold_frac: 1.0, request_queue_limit_per_worker: 1 },
-      { name: 'latency', quantum: 1, prefill_busy_threshold: 0, request_queue_limit_per_worker: 0 },
-    ],
-  });
-  const { core } = makeCore({}, { policyConfig });
+  const { core } = makeCore({}, { policyConfig: parsePolicyConfig(QUEUE_LIMIT_POLICY) });
   core.upsertWorker(W(1));
   await core.selectAndReserve({ model_name: 'model', selection_id: 'a', token_ids: toks(8) });
   const err = await rejects(() => core.selectAndReserve({ model_name: 'model', selection_id: 'l', token_ids: toks(4, 9) }, { policyClass: 'latency' }), 429);

@@ -199,7 +199,7 @@ const ids = (cs: Candidate[]) => cs.map((c) => `${c.workerId}:${c.dpRank}`);
 
 test('eligible: allowed ids, required taints, pinned rank, affinity target', () => {
   assert.deepEqual(ids(eligible(W, { requiredTaints: [] })), ['1:0', '1:1', '2:0', '3:0']);
-  assert.deepEqual(ids(eligible(W, { requiredTaints: [], allowedWorkerIds: [] })), ['1:0', '1:1', '2:0', '3:0']);
+  assert.deepEqual(ids(eligible(W, { requiredTaints: [], allowedWorkerIds: [] })), [], 'an empty allow-set allows nothing (Dynamo)');
   assert.deepEqual(ids(eligible(W, { requiredTaints: [], allowedWorkerIds: [3n, 2n] })), ['2:0', '3:0']);
   assert.deepEqual(ids(eligible(W, { requiredTaints: ['fast'] })), ['1:1', '2:0']);
   assert.deepEqual(ids(eligible(W, { requiredTaints: ['fast', 'gpu'] })), ['1:1']);
@@ -212,7 +212,7 @@ test('eligible: allowed ids, required taints, pinned rank, affinity target', () 
   assert.deepEqual(ids(eligible(W, { requiredTaints: [], pinned: { workerId: 2n, dpRank: 0 }, allowedWorkerIds: [2n] })), ['2:0']);
 });
 
-test('eligible: a pinned worker outside a non-empty allowed set is a 400', () => {
+test('eligible: a pinned worker outside the allowed set (an empty one too) is a 400', () => {
   assert.throws(
     () => eligible(W, { requiredTaints: [], allowedWorkerIds: [2n], pinned: { workerId: 1n, dpRank: 0 } }),
     (e: unknown) => e instanceof SelectionError && e.status === 400 && e.code === 'SEL_PINNED_NOT_ALLOWED'
@@ -220,4 +220,5 @@ test('eligible: a pinned worker outside a non-empty allowed set is a 400', () =>
   );
   // the 400 wins even when nothing would match anyway
   assert.throws(() => eligible([], { requiredTaints: [], allowedWorkerIds: [2n], pinned: { workerId: 9n, dpRank: 0 } }), SelectionError);
+  assert.throws(() => eligible(W, { requiredTaints: [], allowedWorkerIds: [], pinned: { workerId: 1n, dpRank: 0 } }), SelectionError);
 });

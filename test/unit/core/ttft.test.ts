@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PrefillRates, prefillRate, PREFILL_RATE_DECAY } from '../../../src/core/load/prefill-rate.js';
+import { PrefillRates, prefillRate, credibleRate, rateStandardError, CREDIBLE_Z, PREFILL_RATE_DECAY } from '../../../src/core/load/prefill-rate.js';
 import { ActiveLoads } from '../../../src/core/load/loads.js';
 import { createTtftPolicy } from '../../../src/core/select/ttft.js';
 import { parseRoutingPolicy, TTFT_DEFAULTS } from '../../../src/core/select/routing-policy.js';
@@ -49,7 +49,7 @@ test('learner: the prior counts as weightTokens observed tokens', () => {
 
 test('loads feed the learner on prefill completion (local and mirrored bookings alike)', () => {
   const clock = new ManualClock();
-  const l = new ActiveLoads({ blockSize: 4, clock, rng: seededRng(1), expirySecs: 300, trackActiveBlocks: true });
+  const l = new ActiveLoads({ blockSize: 4, clock, rng: seededRng(1), expirySecs: 300 });
   l.addRank(1n, 0);
   const input = { seq: new Uint32Array(8), nBlocks: 0, trackPrefillTokens: true, prefillTokens: 3000, islTokens: 3000 };
   l.book('a', 1n, 0, input);
@@ -76,8 +76,8 @@ function cand(workerId: number, o: { cached?: number; queued?: number; held?: nu
   };
 }
 
-function costs(cands: CandidateView[], params: Record<string, number> = {}, rates = new PrefillRates()): number[] {
-  const policy = createTtftPolicy({ modelName: 'm', routingGroup: 'g', blockSize: 16 }, params, () => rates);
+function costs(cands: CandidateView[], params: Record<string, number> = {}, rates = new PrefillRates(), held?: (w: bigint) => number): number[] {
+  const policy = createTtftPolicy({ modelName: 'm', routingGroup: 'g', blockSize: 16 }, params, { rates: () => rates, heldBlocks: held });
   const out = new Float64Array(cands.length);
   policy.scorers[0].score(selectionContext({ promptTokens: 1600, blockSize: 16, tracksPrefillTokens: true, modelName: 'm', routingGroup: 'g' }), cands, out);
   return [...out];
@@ -114,7 +114,7 @@ test('ttft cost: a rank learned slower costs more; unobserved ranks take the poo
 });
 
 test('ttft picks the lowest cost through the policy runner', () => {
-  const policy = createTtftPolicy({ modelName: 'm', routingGroup: 'g', blockSize: 16 }, {}, () => new PrefillRates());
+  const policy = createTtftPolicy({ modelName: 'm', routingGroup: 'g', blockSize: 16 }, {}, { rates: () => new PrefillRates() });
   const ctx = selectionContext({ promptTokens: 1600, blockSize: 16, tracksPrefillTokens: true, modelName: 'm', routingGroup: 'g' });
   assert.equal(runPolicy(policy, ctx, [cand(1, { queued: 5000 }), cand(2, { cached: 800 }), cand(3, {})], seededRng(1)), 1);
 });
@@ -140,7 +140,7 @@ test('ttft cost: a saturated fleet weighs uncached tokens more, and a session st
   assert.equal(cached, (2000 + 3 * 400) / 1000);
   assert.equal(cold, (3000 + 3 * 1600) / 1000);
   // a session's second request: every rank but its last one costs session_weight x prompt / rate more
-  const policy = createTtftPolicy({ modelName: 'm', routingGroup: 'g', blockSize: 16 }, { ...p, backlog_weight: 0, session_weight: 0.5 }, () => new PrefillRates());
+  const policy = createTtftPolicy({ modelName: 'm', routingGroup: 'g', blockSize: 16 }, { ...p, backlog_weight: 0, session_weight: 0.5 }, { rates: () => new PrefillRates() });
   const ctx = selectionContext({ promptTokens: 1600, blockSize: 16, tracksPrefillTokens: true, modelName: 'm', routingGroup: 'g', sessionId: 's1' });
   const two = [cand(1, {}), cand(2, { queued: 100 })];
   assert.equal(runPolicy(policy, ctx, two, seededRng(1)), 0, 'first request: the idle rank');
@@ -163,4 +163,44 @@ test('bookings a replica peer mirrored feed the learner like local ones', async 
   // and a local selection routes with ttft
   const r = await core.selectAndReserve({ model_name: 'model', token_ids: Array.from({ length: 8 }, (_, i) => i + 1) });
   assert.equal(r.worker_id, 1n);
+});
+
+test('learner: the rate\'s standard error, and a rate believed only beyond its noise', () => {
+  assert.equal(rateStandardError(undefined), Infinity);
+  const exact = { tokens: 20_000, seconds: 2, samples: 2, tt: 2e8, ts: 2e4, ss: 2 }; // 10k tokens in 1 s, twice
+  assert.equal(rateStandardError(exact), 0);
+  const r = new PrefillRates();
+  for (let i = 0; i < 40; i++) r.observe('k', i % 2 ? 12_000 : 8_000, i * 1000, i * 1000 + 1000); // 8k or 12k a second
+  const o = r.observed('k')!;
+  const se = rateStandardError(o);
+  assert.ok(se > 100 && se < 2000, `${se}`);
+  // the pooled rate 10,200 lies within the noise of this rank's ~10k: the pooled rate is believed
+  assert.equal(credibleRate(o, 10_200, 0), 10_200);
+  // a fleet at 20k: the rank is clearly slower, and keeps what its noise cannot explain
+  const own = o.tokens / o.seconds;
+  assert.ok(Math.abs(credibleRate(o, 20_000, 0) - (own + CREDIBLE_Z * se)) < 1e-6);
+});
+
+test('ttft cost: new blocks beyond a rank\'s free KV evict cached ones, charged evict_weight of their recompute', () => {
+  const p = { decode_weight: 0, memory_weight: 0, prior_tokens_per_sec: 1000, evict_weight: 0.5 };
+  // 1,600 uncached tokens = 100 blocks of 16; capacity 100 blocks
+  const held = (w: bigint): number => (w === 1n ? 0 : w === 2n ? 40 : 100);
+  const [empty, part, full, unknown] = costs([cand(1, {}), cand(2, {}), cand(3, {}), cand(4, { capacity: null })], p, new PrefillRates(), held);
+  assert.equal(empty, 1.6, 'a rank with room for the request loses nothing');
+  assert.ok(Math.abs(part - (1.6 + (0.5 * 40 * 16) / 1000)) < 1e-12, `40 blocks evicted (${part})`);
+  assert.ok(Math.abs(full - (1.6 + 0.8)) < 1e-12, `every block evicts one (${full})`);
+  assert.equal(unknown, 1.6, 'without total_kv_blocks the term reads 0');
+});
+
+test('ttft picks among near-equal costs the rank it chose least recently', () => {
+  const policy = createTtftPolicy({ modelName: 'm', routingGroup: 'g', blockSize: 16 }, { tie_tolerance: 0.05 }, { rates: () => new PrefillRates() });
+  const ctx = selectionContext({ promptTokens: 1600, blockSize: 16, tracksPrefillTokens: true, modelName: 'm', routingGroup: 'g' });
+  // costs 1.6 s, 1.65 s (within 5%) and 3.2 s
+  const three = (): CandidateView[] => [cand(1, {}), cand(2, { queued: 50 }), cand(3, { queued: 1600 })];
+  const seen = [0, 1, 2, 3].map(() => runPolicy(policy, ctx, three(), seededRng(7)));
+  assert.deepEqual([...new Set(seen.slice(0, 2))].sort(), [0, 1], 'both near-equal ranks are used in turn');
+  assert.equal(seen[2], seen[0]);
+  assert.ok(!seen.includes(2), 'a clearly worse rank is never chosen');
+  const strict = createTtftPolicy({ modelName: 'm', routingGroup: 'g', blockSize: 16 }, { tie_tolerance: 0 }, { rates: () => new PrefillRates() });
+  for (let k = 0; k < 3; k++) assert.equal(runPolicy(strict, ctx, three(), seededRng(k)), 0);
 });

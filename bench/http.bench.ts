@@ -15,7 +15,7 @@ import { buildApp } from '../src/http/app.js';
 import { parseJson, stringifyJson } from '../src/core/wire/json.js';
 import { parseRouterConfig } from '../src/core/config/config.js';
 import { SelectionServiceBuilder } from '../src/service/service.js';
-import { makeRng } from '../test/reference/workload.js';
+import { seededRng } from '../src/core/random.js';
 
 const WORKERS = 16;
 
@@ -32,7 +32,7 @@ async function main(time = 500): Promise<void> {
   for (let w = 1; w <= WORKERS; w++) {
     service.upsertWorker({ worker_id: w, model_name: 'model', endpoint: `http://worker-${w}:8000`, block_size: 16 });
   }
-  const r = makeRng(7);
+  const r = seededRng(7).next;
   const i64 = (): bigint => BigInt.asIntN(64, (BigInt(Math.floor(r() * 2 ** 32)) << 32n) | BigInt(Math.floor(r() * 2 ** 32)));
   const tokens = { model_name: 'model', selection_id: 'bench', token_ids: Array.from({ length: 2048 }, () => Math.floor(r() * 128_000)) };
   const hashes = {

@@ -9,10 +9,10 @@
  */
 import { Bench, type Task } from 'tinybench';
 import { jsonU64, parseJson, parseJsonPrecise, stringifyJson, u64ToI64 } from '../src/core/wire/json.js';
-import { makeRng } from '../test/reference/workload.js';
+import { seededRng } from '../src/core/random.js';
 
-/** Seeded PRNG (mulberry32): the project's one, so bodies are identical run to run. */
-const mulberry32 = makeRng;
+/** The project's seeded PRNG, so bodies are identical run to run. */
+const seededFloats = (seed: number): (() => number) => seededRng(seed).next;
 
 interface Row {
   body: string;
@@ -22,7 +22,7 @@ interface Row {
 }
 
 function rows(): { rows: Row[]; sizes: Record<string, number> } {
-  const r = mulberry32(1);
+  const r = seededFloats(1);
   const u64 = (): bigint => (1n << 64n) - 1n - BigInt(Math.floor(r() * 2 ** 40));
 
   // (a) 2,048-token request: all integers safe -> native fast path

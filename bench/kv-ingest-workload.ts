@@ -11,7 +11,9 @@
  * map events), encoded here by hand so that building a million-block workload takes seconds.
  */
 
-const SUB_BLOCKS = 32, BLOCK_SIZE = 16, VOCAB = 151_000;
+import { TRACE_BLOCK_TOKENS } from '../src/sim/trace.js';
+
+const BLOCK_SIZE = 16, SUB_BLOCKS = TRACE_BLOCK_TOKENS / BLOCK_SIZE, VOCAB = 151_000;
 
 export interface IngestWorkload {
   workers: number;

@@ -8,6 +8,8 @@
  * children and evictions go leaf-first).
  */
 import { readFileSync } from 'node:fs';
+import { hashIdsOf, parseTrace } from '../src/sim/trace.js';
+import { extHash, localHash } from '../src/sim/block-ids.js';
 
 export interface OpStream {
   kind: Uint8Array;          // 0 = match, 1 = store, 2 = remove
@@ -22,14 +24,6 @@ export interface OpStream {
   blocks: { matched: number; stored: number; removed: number };
 }
 
-/** splitmix64 finaliser: a fixed 64-bit mixing of a 64-bit input. */
-export function mix64(x: bigint): bigint {
-  let z = BigInt.asUintN(64, x + 0x9e3779b97f4a7c15n);
-  z = BigInt.asUintN(64, (z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n);
-  z = BigInt.asUintN(64, (z ^ (z >> 27n)) * 0x94d049bb133111ebn);
-  return z ^ (z >> 31n);
-}
-
 /** A bench option given as `--name=value` or `--name value`, else undefined. */
 export function option(argv: readonly string[], name: string): string | undefined {
   for (let i = 0; i < argv.length; i++) {
@@ -39,14 +33,10 @@ export function option(argv: readonly string[], name: string): string | undefine
   return undefined;
 }
 
+/** The hash-id chains of a trace file's first `limit` requests (the project's trace reader). */
 export function readTrace(path: string, limit = Infinity): number[][] {
-  const out: number[][] = [];
-  for (const line of readFileSync(path, 'utf8').split('\n')) {
-    if (!line.trim()) continue;
-    out.push((JSON.parse(line) as { hash_ids: number[] }).hash_ids);
-    if (out.length >= limit) break;
-  }
-  return out;
+  const trace = parseTrace(readFileSync(path, 'utf8'), { limit });
+  return Array.from({ length: trace.length }, (_, i) => Array.from(hashIdsOf(trace, i)));
 }
 
 /** Build the op stream for W workers. Chains are root-aligned lists of hash ids. */
@@ -54,8 +44,8 @@ export function buildOps(chains: number[][], workers: number, capacity: number):
   const kind: number[] = [], slot: number[] = [], start: number[] = [], len: number[] = [], hasParent: number[] = [];
   const parent: bigint[] = [], locals: bigint[] = [], exts: bigint[] = [];
   const localOf = new Map<number, bigint>(), extOf = new Map<number, bigint>();
-  const L = (id: number): bigint => { let v = localOf.get(id); if (v === undefined) { v = mix64(BigInt(id)); localOf.set(id, v); } return v; };
-  const E = (id: number): bigint => { let v = extOf.get(id); if (v === undefined) { v = mix64(BigInt(id) ^ 0x5bd1e995abcdefn); extOf.set(id, v); } return v; };
+  const L = (id: number): bigint => { let v = localOf.get(id); if (v === undefined) { v = localHash(id); localOf.set(id, v); } return v; };
+  const E = (id: number): bigint => { let v = extOf.get(id); if (v === undefined) { v = extHash(id); extOf.set(id, v); } return v; };
   // Per worker: held block key "depth:id" (hash ids are position-unique chains) -> last use tick.
   const held: Map<string, { tick: number; depth: number; id: number }>[] = Array.from({ length: workers }, () => new Map());
   const blocks = { matched: 0, stored: 0, removed: 0 };

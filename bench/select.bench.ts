@@ -16,7 +16,6 @@ import { seededRng } from '../src/core/random.js';
 import { parseRouterConfig } from '../src/core/config/config.js';
 import { Tier } from '../src/core/index/index-types.js';
 import { blockHashes, hashBlocksToScratch, PUBLIC_SEED } from '../src/core/index/hashing.js';
-import { makeRng } from '../test/reference/workload.js';
 
 const BS = 16;
 
@@ -26,7 +25,7 @@ function arg(name: string, dflt: string): string {
 }
 
 function setup(workers: number, tokens: number) {
-  const r = makeRng(workers);
+  const r = seededRng(workers).next;
   const core = SelectionCore.newLocal(parseRouterConfig({}), { rng: seededRng(1) });
   const convs = Array.from({ length: 4 }, () => Array.from({ length: tokens }, () => Math.floor(r() * 128_000)));
   for (let w = 1; w <= workers; w++) core.upsertWorker({ worker_id: w, model_name: 'm', endpoint: `http://w${w}`, block_size: BS, kv_events_endpoint: `tcp://127.0.0.1:${20000 + w}` });

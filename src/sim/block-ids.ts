@@ -71,9 +71,16 @@ export class BlockIds {
   }
 
   /** Router-side token-content hash of a block. */
-  local(key: number): bigint { return mix(key, 0x6a09e667, 0xbb67ae85); }
+  local(key: number): bigint { return localHash(key); }
   /** Engine block hash (KV events). */
-  ext(key: number): bigint { return mix(key, 0x3c6ef372, 0xa54ff53a); }
+  ext(key: number): bigint { return extHash(key); }
   /** Tracking (sequence) hash for active-load accounting. */
-  seq(key: number): bigint { return mix(key, 0x510e527f, 0x9b05688c); }
+  seq(key: number): bigint { return seqHash(key); }
 }
+
+/** Router-side token-content hash of block key `key` (< 2^53): the one mapping the simulator, the benches and the tests use. */
+export function localHash(key: number): bigint { return mix(key, 0x6a09e667, 0xbb67ae85); }
+/** Engine block hash (KV events) of block key `key`. */
+export function extHash(key: number): bigint { return mix(key, 0x3c6ef372, 0xa54ff53a); }
+/** Tracking (sequence) hash of block key `key`. */
+export function seqHash(key: number): bigint { return mix(key, 0x510e527f, 0x9b05688c); }

@@ -1,12 +1,14 @@
 /**
- * A Mooncake-format request trace (kvcache-ai/Mooncake FAST'25; `../shared/traces/README.md`),
+ * A Mooncake-format request trace (kvcache-ai/Mooncake FAST'25; test/fixtures/mooncake/SOURCE.md),
  * one JSON object a line: `timestamp` (ms from the start), `input_length` and `output_length`
  * (tokens), `hash_ids` (prefix-block ids, {@link TRACE_BLOCK_TOKENS} tokens each; equal ids at
  * equal positions are a reusable prefix).
  *
  * Held as flat typed arrays (12,031 requests and 288,500 ids of the conversation trace fit in a
  * few MB), so a trace is parsed once and replayed under every policy without per-request objects.
- * Isomorphic: the caller reads the file (Node) or the picked `File` (browser).
+ * Isomorphic: the caller reads the file (Node) or the picked `File` (browser). This is the
+ * project's one trace reader: the simulator, the benchmarks and the reference replay of the tests
+ * all parse with {@link parseTrace}.
  */
 
 /** Tokens per trace hash_id. */
@@ -84,6 +86,11 @@ export function parseTrace(text: string, opts: ParseTraceOptions = {}): Trace {
     trace.hashIds.set(r.ids, offsets[k]);
   });
   return trace;
+}
+
+/** The hash_ids of request `i` (a view into the trace's array). */
+export function hashIdsOf(trace: Trace, i: number): Int32Array {
+  return trace.hashIds.subarray(trace.offsets[i], trace.offsets[i + 1]);
 }
 
 /**

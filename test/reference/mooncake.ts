@@ -4,7 +4,7 @@
  *
  * Each hash_id expands into `512 / blockSize` blocks; block `sub` of id `id` gets the local hash
  * {@link hashIdToU64}`(id, sub)` and a distinct engine ext hash {@link hashIdToExt}`(id, sub)`
- * (a different mixing, so local != ext). In the trace equal ids always sit at equal positions
+ * (the simulator's block identities, src/sim/block-ids.ts, differently salted, so local != ext). In the trace equal ids always sit at equal positions
  * under equal parents, so a per-(id, sub) ext is a consistent prefix identity.
  *
  * {@link replayMooncake} drives any {@link PrefixIndexModel} with the trace: match, round-robin
@@ -13,10 +13,8 @@
  */
 import { Tier } from '../../src/core/index/index-types.js';
 import type { BlockRef, MatchRow, PrefixIndexModel } from '../../src/core/index/index-types.js';
-import { fmix64, splitmix64 } from './workload.js';
-
-/** Tokens per Mooncake hash_id. */
-export const MOONCAKE_BLOCK_TOKENS = 512;
+import { TRACE_BLOCK_TOKENS, hashIdsOf, parseTrace } from '../../src/sim/trace.js';
+import { extHash, localHash } from '../../src/sim/block-ids.js';
 
 /** One parsed trace request, with its expanded block chain. */
 export interface MooncakeRequest {
@@ -30,58 +28,51 @@ export interface MooncakeRequest {
   blocks: BlockRef[];
 }
 
-const LOCAL_SALT = 0x6a09e667f3bcc908n;
-const EXT_SALT = 0xbb67ae8584caa73bn;
+/** Block key of sub-block `sub` (< 512) of trace hash_id `id`: a bijection of (id, sub). */
+const subKey = (id: number, sub: number): number => id * TRACE_BLOCK_TOKENS + sub;
 
-/** Stable local hash of sub-block `sub` of trace hash_id `id` (splitmix64 of (id, sub)). */
+/** Stable local hash of sub-block `sub` of trace hash_id `id` (the simulator's local mixing). */
 export function hashIdToU64(id: number, sub: number): bigint {
-  return splitmix64(((BigInt(id) << 16n) | BigInt(sub)) ^ LOCAL_SALT);
+  return localHash(subKey(id, sub));
 }
 
-/** Stable engine ext hash of sub-block `sub` of `id` (fmix64, an unrelated mixing). */
+/** Stable engine ext hash of sub-block `sub` of `id` (the simulator's ext mixing, differently salted). */
 export function hashIdToExt(id: number, sub: number): bigint {
-  return fmix64(((BigInt(id) << 16n) | BigInt(sub)) ^ EXT_SALT);
+  return extHash(subKey(id, sub));
 }
 
 function subBlocks(blockSize: number): number {
-  const per = MOONCAKE_BLOCK_TOKENS / blockSize;
-  if (!Number.isInteger(per) || per < 1 || per > 65536) {
-    throw new RangeError(`block size ${blockSize} must divide ${MOONCAKE_BLOCK_TOKENS}`);
+  const per = TRACE_BLOCK_TOKENS / blockSize;
+  if (!Number.isInteger(per) || per < 1) {
+    throw new RangeError(`block size ${blockSize} must divide ${TRACE_BLOCK_TOKENS}`);
   }
   return per;
 }
 
-/** Parse one trace line; `blockSize` (default 512) must divide 512. */
-export function parseMooncakeLine(line: string, blockSize = MOONCAKE_BLOCK_TOKENS): MooncakeRequest {
-  const per = subBlocks(blockSize);
-  const j = JSON.parse(line) as { timestamp: number; input_length: number; output_length: number; hash_ids: number[] };
-  if (!Array.isArray(j.hash_ids)) throw new TypeError('trace line without hash_ids');
-  const locals: bigint[] = [];
-  const blocks: BlockRef[] = [];
-  for (const id of j.hash_ids) {
-    for (let sub = 0; sub < per; sub++) {
-      const local = hashIdToU64(id, sub);
-      locals.push(local);
-      blocks.push({ ext: hashIdToExt(id, sub), local });
-    }
-  }
-  return {
-    timestamp: j.timestamp, inputLength: j.input_length, outputLength: j.output_length,
-    hashIds: j.hash_ids, locals, blocks,
-  };
-}
-
-/** Parse a whole JSONL trace (blank lines ignored); `limit` keeps only the first requests. */
+/**
+ * Parse a whole JSONL trace with the project's trace reader (src/sim/trace.ts: validated, sorted
+ * by timestamp, blank lines ignored) and expand each request's chain; `limit` keeps only the
+ * first requests; `blockSize` (default 512) must divide 512.
+ */
 export function parseMooncake(text: string, opts: { blockSize?: number; limit?: number } = {}): MooncakeRequest[] {
+  const per = subBlocks(opts.blockSize ?? TRACE_BLOCK_TOKENS);
+  const trace = parseTrace(text, { limit: opts.limit });
   const out: MooncakeRequest[] = [];
-  const limit = opts.limit ?? Infinity;
-  let start = 0;
-  while (start < text.length && out.length < limit) {
-    let end = text.indexOf('\n', start);
-    if (end < 0) end = text.length;
-    const line = text.slice(start, end).trim();
-    if (line.length > 0) out.push(parseMooncakeLine(line, opts.blockSize));
-    start = end + 1;
+  for (let i = 0; i < trace.length; i++) {
+    const hashIds = Array.from(hashIdsOf(trace, i));
+    const locals: bigint[] = [];
+    const blocks: BlockRef[] = [];
+    for (const id of hashIds) {
+      for (let sub = 0; sub < per; sub++) {
+        const local = hashIdToU64(id, sub);
+        locals.push(local);
+        blocks.push({ ext: hashIdToExt(id, sub), local });
+      }
+    }
+    out.push({
+      timestamp: trace.timestamps[i], inputLength: trace.inputLength[i], outputLength: trace.outputLength[i],
+      hashIds, locals, blocks,
+    });
   }
   return out;
 }

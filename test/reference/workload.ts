@@ -10,6 +10,7 @@
 import { Tier } from '../../src/core/index/index-types.js';
 import type { BlockRef, MatchRow, PrefixIndexModel } from '../../src/core/index/index-types.js';
 import { ReferenceIndex } from './index-model.js';
+import { seededRng } from '../../src/core/random.js';
 
 /** One operation on a {@link PrefixIndexModel}. */
 export type Op =
@@ -33,34 +34,7 @@ export function applyOp(index: PrefixIndexModel, o: Op): OpResult {
   }
 }
 
-/** mulberry32: a small, fast, seeded PRNG returning floats in [0, 1) with 32 random bits. */
-export function makeRng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** A uniform random u64 as a BigInt (two 32-bit draws). */
-export function rngU64(rng: () => number): bigint {
-  const hi = Math.floor(rng() * 4294967296);
-  const lo = Math.floor(rng() * 4294967296);
-  return (BigInt(hi) << 32n) | BigInt(lo);
-}
-
 const M64 = 0xffffffffffffffffn;
-
-/** The splitmix64 finalizer: a fixed bijective 64-bit mixing. */
-export function splitmix64(x: bigint): bigint {
-  let z = (x + 0x9e3779b97f4a7c15n) & M64;
-  z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & M64;
-  z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & M64;
-  return z ^ (z >> 31n);
-}
 
 /** The murmur3 fmix64 finalizer: a second, unrelated 64-bit mixing (used for engine hashes). */
 export function fmix64(x: bigint): bigint {
@@ -97,7 +71,8 @@ interface Path { id: number; parent: number; depth: number; local: bigint; child
  * locals from the PRNG, so the two identities never coincide by accident; both span all of u64.
  */
 export function randomWorkload(opts: WorkloadOptions): Op[] {
-  const rng = makeRng(opts.seed);
+  const gen = seededRng(opts.seed);
+  const rng = gen.next;
   const int = (n: number): number => Math.floor(rng() * n);
   const pick = <T>(a: readonly T[]): T => a[int(a.length)];
   const chance = (p: number): boolean => rng() < p;
@@ -106,7 +81,7 @@ export function randomWorkload(opts: WorkloadOptions): Op[] {
   const hot = Math.min(slots, 4);
   const hotBias = opts.hotSlotBias ?? 0.4;
   const salt = BigInt(opts.seed >>> 0) << 40n;
-  const commonLocals = Array.from({ length: 6 }, () => rngU64(rng));
+  const commonLocals = Array.from({ length: 6 }, () => gen.u64());
   const paths: Path[] = [];
   const rootChildren: number[] = [];
   const extToPath = new Map<bigint, number>();
@@ -125,7 +100,7 @@ export function randomWorkload(opts: WorkloadOptions): Op[] {
   const addPath = (parent: number): number => {
     const id = paths.length;
     const depth = parent < 0 ? 1 : paths[parent].depth + 1;
-    const local = chance(0.05) ? pick(commonLocals) : rngU64(rng);
+    const local = chance(0.05) ? pick(commonLocals) : gen.u64();
     paths.push({ id, parent, depth, local, children: [], exts: [] });
     (parent < 0 ? rootChildren : paths[parent].children).push(id);
     extOf(id, 0);
@@ -176,7 +151,7 @@ export function randomWorkload(opts: WorkloadOptions): Op[] {
     }
     return undefined;
   };
-  const garbageExts = (): bigint[] => Array.from({ length: 1 + int(3) }, () => rngU64(rng));
+  const garbageExts = (): bigint[] => Array.from({ length: 1 + int(3) }, () => gen.u64());
 
   while (out.length < opts.ops) {
     const slot = slotOf();
@@ -192,17 +167,17 @@ export function randomWorkload(opts: WorkloadOptions): Op[] {
       emit({ op: 'store', slot, tier: Tier.Device, parent: heldExt, blocks: blocksOf(descend(heldPid, 1 + int(6))) });
     } else if (r < 34) { // continuation from a parent the slot does not hold
       const pid = pick(paths).id;
-      const parent = chance(0.5) ? rngU64(rng) : extOf(pid, int(3));
+      const parent = chance(0.5) ? gen.u64() : extOf(pid, int(3));
       if (shadow.heldExts(slot, Tier.Device).includes(parent)) continue;
       emit({ op: 'store', slot, tier: Tier.Device, parent, blocks: blocksOf(descend(pid, 1 + int(3))) });
     } else if (r < 35) { // invalid: duplicate ext in one store
       const blocks = blocksOf(chainOf(pick(paths).id));
-      blocks.push({ ext: pick(blocks).ext, local: rngU64(rng) });
+      blocks.push({ ext: pick(blocks).ext, local: gen.u64() });
       emit({ op: 'store', slot, tier: someTier(0.3), parent: null, blocks });
     } else if (r < 36) { // invalid: a block's ext equals the parent
       if (heldExt === undefined || heldPid === undefined) continue;
       const blocks = blocksOf(descend(heldPid, 1 + int(3)));
-      blocks[int(blocks.length)] = { ext: heldExt, local: rngU64(rng) };
+      blocks[int(blocks.length)] = { ext: heldExt, local: gen.u64() };
       emit({ op: 'store', slot, tier: someTier(0.3), parent: heldExt, blocks });
     } else if (r < 39) { // re-key: store a held node again under a new ext version
       if (heldPid === undefined) continue;
@@ -245,19 +220,19 @@ export function randomWorkload(opts: WorkloadOptions): Op[] {
     } else if (r < 59) { // more plain root stores (keeps the index populated)
       emit({ op: 'store', slot, tier: Tier.Device, parent: null, blocks: blocksOf(chainOf(pick(paths).id)) });
     } else if (r < 60) { // empty stores
-      emit({ op: 'store', slot, tier: someTier(0.3), parent: chance(0.5) ? null : (heldExt ?? rngU64(rng)), blocks: [] });
+      emit({ op: 'store', slot, tier: someTier(0.3), parent: chance(0.5) ? null : (heldExt ?? gen.u64()), blocks: [] });
     } else if (r < 100) { // match: a prefix of a chain, sometimes extended, mutated or garbage
       const q = rng();
       let locals: bigint[];
       if (q < 0.04) locals = [];
-      else if (q < 0.1) locals = Array.from({ length: 1 + int(maxDepth) }, () => rngU64(rng));
+      else if (q < 0.1) locals = Array.from({ length: 1 + int(maxDepth) }, () => gen.u64());
       else {
         const chain = chainOf(heldPid !== undefined && chance(0.5) ? heldPid : pick(paths).id);
         const ids = chance(0.3) ? chain : chain.slice(0, 1 + int(chain.length));
         if (chance(0.3)) ids.push(...descend(ids[ids.length - 1], 1 + int(4)));
         locals = ids.map((p) => paths[p].local);
-        if (chance(0.1)) locals[int(locals.length)] = rngU64(rng);
-        if (chance(0.15)) locals.push(...Array.from({ length: 1 + int(3) }, () => rngU64(rng)));
+        if (chance(0.1)) locals[int(locals.length)] = gen.u64();
+        if (chance(0.15)) locals.push(...Array.from({ length: 1 + int(3) }, () => gen.u64()));
       }
       emit({ op: 'match', locals });
     } else { // lower tiers (only with opts.tiers)
@@ -293,9 +268,9 @@ export function randomWorkload(opts: WorkloadOptions): Op[] {
       } else if (s < 21) { // conflicts: other ext versions (existing mapping wins) or a reused ext
         const chain = chainOf(pick(paths).id);
         const blocks = blocksOf(chain, 1 + int(2));
-        if (tHeld.length > 0 && chance(0.5)) blocks[int(blocks.length)] = { ext: pick(tHeld), local: rngU64(rng) };
+        if (tHeld.length > 0 && chance(0.5)) blocks[int(blocks.length)] = { ext: pick(tHeld), local: gen.u64() };
         if (new Set(blocks.map((b) => b.ext)).size !== blocks.length) continue;
-        emit({ op: 'store', slot, tier, parent: chance(0.3) ? rngU64(rng) : null, blocks });
+        emit({ op: 'store', slot, tier, parent: chance(0.3) ? gen.u64() : null, blocks });
       } else if (s < 29.5) { // tier removes of held edges (+ unknown)
         if (tHeld.length === 0) continue;
         const exts = Array.from({ length: 1 + int(4) }, () => pick(tHeld));

@@ -6,11 +6,11 @@
  * conveniences.
  */
 import { getWasm, type BlockMm } from './wasm.js';
+import { PUBLIC_SEED } from './tracking-hash.js';
 
 export type { BlockMm } from './wasm.js';
-
-/** XXH3 seed of public-mode local block hashes and of the sequence-hash chain (1337). */
-export const PUBLIC_SEED = 1337n;
+/** XXH3 seed of public-mode local block hashes and of the sequence-hash chain (1337; defined once, in tracking-hash.ts). */
+export { PUBLIC_SEED };
 
 /** Options of the block-hashing functions. */
 export interface BlockHashOptions {

@@ -25,7 +25,7 @@ import { ConfigError } from '../config/config.js';
 /** Size of the provider key file, in raw bytes. */
 export const TRACKING_KEY_BYTES = 32;
 
-/** Base seed of the public XXH3 hashes (`XXH3_SEED = 1337`). */
+/** Base seed of the public XXH3 hashes (`XXH3_SEED = 1337`): public-mode local block hashes and the sequence-hash chain. */
 export const PUBLIC_SEED = 1337n;
 
 const U64 = (1n << 64n) - 1n;

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { xxhash3 } from 'hash-wasm';
 import { getWasm } from '../../../src/core/index/wasm.js';
-import { makeRng } from '../../reference/workload.js';
+import { seededRng } from '../../../src/core/random.js';
 import {
   PUBLIC_SEED, xxh3, publicBlockSeed, blockCount, hashBlocksToScratch, chainToScratch, blockHashes,
   sequenceHashes,
@@ -32,9 +32,9 @@ async function refBlocks(tokens: number[], bs: number, seed: bigint, eagle: bool
   return out;
 }
 
-/** u32 per call from the project's seeded PRNG (mulberry32, src/core/reference/workload.ts). */
+/** u32 per call from the project's seeded PRNG (src/core/random.ts). */
 function rng(seed: number): () => number {
-  const f = makeRng(seed);
+  const f = seededRng(seed).next;
   return () => Math.floor(f() * 4294967296) >>> 0;
 }
 const u64 = (r: () => number): bigint => (BigInt(r()) << 32n) | BigInt(r());

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { StoreStatus, Tier, canonicalHoldings } from '../../../src/core/index/index-types.js';
 import type { BlockRef, Holding, MatchRow } from '../../../src/core/index/index-types.js';
 import { ReferenceIndex } from '../../reference/index-model.js';
-import { applyOp, makeRng, randomWorkload, rngU64 } from '../../reference/workload.js';
+import { applyOp, randomWorkload } from '../../reference/workload.js';
+import { seededRng } from '../../../src/core/random.js';
 import { hashIdToExt, hashIdToU64, parseMooncake, replayMooncake } from '../../reference/mooncake.js';
 
 const D = Tier.Device;
@@ -454,9 +455,9 @@ describe('workload generator', () => {
     const o = { slots: 5, ops: 500, tiers: true, sharedPrefixes: 3, maxDepth: 8 };
     assert.deepEqual(randomWorkload({ seed: 3, ...o }), randomWorkload({ seed: 3, ...o }));
     assert.notDeepEqual(randomWorkload({ seed: 3, ...o }), randomWorkload({ seed: 4, ...o }));
-    const r1 = makeRng(42);
-    const r2 = makeRng(42);
-    for (let i = 0; i < 100; i++) assert.equal(rngU64(r1), rngU64(r2));
+    const r1 = seededRng(42);
+    const r2 = seededRng(42);
+    for (let i = 0; i < 100; i++) assert.equal(r1.u64(), r2.u64());
   });
 
   it('covers every op kind and outcome, with exts distinct from locals and >= 2^63', () => {

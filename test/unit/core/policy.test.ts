@@ -7,10 +7,9 @@ import {
 } from '../../../src/core/select/policy.js';
 import { defaultCosts, pickByCost, type Candidate } from '../../../src/core/select/selector.js';
 import { SelectionError } from '../../../src/core/errors.js';
-import { makeRng, rngU64 } from '../../reference/workload.js';
-import type { Rng } from '../../../src/core/random.js';
+import { seededRng, type Rng } from '../../../src/core/random.js';
 
-const seeded = (seed: number): Rng => { const r = makeRng(seed); return { next: r, u64: () => rngU64(r) }; };
+const seeded = (seed: number): Rng => seededRng(seed);
 const PART = { modelName: 'model', routingGroup: 'default', blockSize: 16 };
 
 function cand(o: Partial<Candidate> = {}): Candidate {

@@ -5,10 +5,9 @@ import {
   type Candidate, type CostParams,
 } from '../../../src/core/select/selector.js';
 import { SelectionError } from '../../../src/core/errors.js';
-import { makeRng, rngU64 } from '../../reference/workload.js';
-import type { Rng } from '../../../src/core/random.js';
+import { seededRng, type Rng } from '../../../src/core/random.js';
 
-const seeded = (seed: number): Rng => { const r = makeRng(seed); return { next: r, u64: () => rngU64(r) }; };
+const seeded = (seed: number): Rng => seededRng(seed);
 const fixed = (...us: number[]): Rng => { let i = 0; return { next: () => us[i++ % us.length], u64: () => 0n }; };
 const noDraw: Rng = { next: () => { throw new Error('rng drawn'); }, u64: () => { throw new Error('rng drawn'); } };
 

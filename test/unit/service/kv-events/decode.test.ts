@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { Packr, unpack } from 'msgpackr';
 import { createXXHash3 } from 'hash-wasm';
+import { seededRng } from '../../../../src/core/random.js';
 import {
   KvBatchDecoder, KvDecodeError, Tier, isMainAttentionKind, mmHashesOfBlock,
   type DecodedBatch, type DecodedEvent, type DecodedStored,
@@ -337,9 +338,8 @@ test('isMainAttentionKind', () => {
 });
 
 // ---- fuzz ----
-function mulberry32(seed: number): () => number {
-  return () => { seed = (seed + 0x6d2b79f5) | 0; let t = Math.imul(seed ^ (seed >>> 15), 1 | seed); t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t; return ((t ^ (t >>> 14)) >>> 0) / 4294967296; };
-}
+/** The project's seeded PRNG (uniform in [0, 1)). */
+const seededFloats = (seed: number): (() => number) => seededRng(seed).next;
 const fuzzStats = { returned: 0, threw: 0, events: 0, dropped: 0 };
 function mustReturnOrThrowKvDecodeError(bytes: Uint8Array, label: string, times: number[]): void {
   const t0 = performance.now();
@@ -357,7 +357,7 @@ const WORDS = ['BlockStored', 'BlockRemoved', 'AllBlocksCleared', 'Ignored', 'ty
   'data_parallel_rank', 'GPU', 'CPU', 'REMOTE', 'LOCAL', 'dynamo-cache-salt:x', '__proto__', 'x'];
 
 test('fuzz: 5,000 random byte strings and 5,000 random msgpack values', (t) => {
-  const rand = mulberry32(0xc0ffee);
+  const rand = seededFloats(0xc0ffee);
   const ri = (n: number): number => Math.floor(rand() * n);
   const times: number[] = [];
   const fixturePayloads = fixtureFiles.flatMap((f) => linesOf(f).map((l) => hex(l.payload_hex)));

@@ -1,4 +1,4 @@
-// Cache credit (algorithms §4) and the router credit of /overlap_scores rows (api §2.15), per
+// Cache credit (Dynamo `lib/kv-router/src/scheduling/overlap.rs`) and the router credit of /overlap_scores rows (Dynamo `lib/kv-router/src/services/selection/core/queries.rs`), per
 // match row. Reads the match rows, writes four output columns; allocation-free.
 //
 //   effective_overlap_blocks = device + host_w * host_ext + disk_w * (disk_ext + external_ext)

@@ -1,4 +1,4 @@
-// The router's block and sequence hashing (algorithms §1.2-§1.5), over the scratch regions.
+// The router's block and sequence hashing (Dynamo `lib/kv-router/src/protocols.rs`), over the scratch regions.
 //
 //   R_TOKENS    u32 x n      --hashBlocks-->  R_HASH_A  u64 x blocks   (local block hashes)
 //   R_MM_COUNTS u32 x blocks                  (per block: how many mm hashes; 0 = none)
@@ -121,7 +121,7 @@ export function xxh3Bytes(len: i32): void {
 }
 
 /**
- * Public block seed (§1.2) from R_BYTES = utf8(lora) ++ utf8(namespace):
+ * Public block seed (protocols.rs) from R_BYTES = utf8(lora) ++ utf8(namespace):
  * 1337 + xxh3(lora, 0) (if loraLen > 0) + xxh3(ns, 1) (if nsLen > 0), wrapping. -> P_SEED, P_RESULT.
  */
 export function saltSeed(loraLen: i32, nsLen: i32): void {
@@ -160,7 +160,7 @@ export function hashBlocks(nTokens: i32, blockSize: i32, eagle: i32, withMm: i32
     counts, hashes, paramU64(P_SEED));
 }
 
-/** Sequence hashes (§1.3) of R_HASH_A[0..n) with seed P_CHAIN_SEED into R_HASH_B[0..n). */
+/** Sequence hashes (protocols.rs) of R_HASH_A[0..n) with seed P_CHAIN_SEED into R_HASH_B[0..n). */
 export function chainHashes(n: i32): void {
   scratchInit();
   if (n <= 0) return;

@@ -61,7 +61,7 @@ export const P_RESULT: i32 = 2;      // single u64 result (xxh3, salt seed)
 export const P_PARENT: i32 = 3;      // parent engine hash of a Stored event
 export const P_AUX: i32 = 4;         // spare
 
-// Storage tiers (algorithms §3.1). Device is the radix tree; the others are continuation indexes.
+// Storage tiers (Dynamo `lib/kv-router/src/indexer/lower_tier.rs`). Device is the radix tree; the others are continuation indexes.
 export const TIER_DEVICE: i32 = 0;
 export const TIER_HOST: i32 = 1;
 export const TIER_DISK: i32 = 2;

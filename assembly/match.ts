@@ -1,5 +1,5 @@
 // match(locals): per slot the device prefix depth plus the host/disk/external continuations
-// (contract: src/core/index/index-types.ts; algorithms §3.3). Allocation-free.
+// (contract: src/core/index/index-types.ts; Dynamo `lib/kv-router/src/indexer/lower_tier.rs`). Allocation-free.
 //
 // The device path of the query is found first, a chunk of levels at a time with independent
 // probes (radix.ts): path hashes, then every level's child-link cell, then the nodes. Then the

@@ -1,4 +1,4 @@
-// Host / disk / external tiers: continuation edges (algorithms §3.2; contract in
+// Host / disk / external tiers: continuation edges (Dynamo `lib/kv-router/src/indexer/lower_tier.rs`; contract in
 // src/core/index/index-types.ts). An edge is unique per key (parent engine hash | none, local
 // hash) and records the child engine hash plus its owner slots (record layout: layout.ts). No
 // prefix scoring of its own: a match continues each slot from where its device (or previous

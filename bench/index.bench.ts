@@ -1,5 +1,5 @@
 /**
- * Prefix-index benchmark (foundation issue §6): replay of the Mooncake conversation trace op
+ * Prefix-index benchmark (the foundation issue's indexer benchmark): replay of the Mooncake conversation trace op
  * stream (bench/mooncake-ops.ts) against the wasm index and the plain-TS reference model in the
  * same run, for W = 16, 128, 1024 and 8,000 workers (the reference up to `--reference-max`
  * workers: it needs minutes beyond), plus tinybench micro cases at W = 128.

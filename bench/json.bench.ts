@@ -59,7 +59,7 @@ function rows(): { rows: Row[]; sizes: Record<string, number> } {
   const selectU64Text = stringifyJson(selectU64);
   const selectU64Lossy = JSON.parse(selectU64Text) as unknown;
 
-  // (d) a realistic hash-form /select_and_reserve request (api §2.7): 128 blocks of 16 tokens,
+  // (d) a realistic hash-form /select_and_reserve request (Dynamo `lib/kv-router/src/services/selection/core/run.rs`): 128 blocks of 16 tokens,
   // hashes as clients send them (i64, so about half negative, most beyond 2^53)
   const i64 = (): bigint => BigInt.asIntN(64, BigInt(Math.floor(r() * 2 ** 32)) << 32n | BigInt(Math.floor(r() * 2 ** 32)));
   const selectReq = {

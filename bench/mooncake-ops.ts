@@ -1,5 +1,5 @@
 /**
- * The indexer benchmark workload (issue: foundation §6), precomputed as an op stream so the
+ * The indexer benchmark workload (the foundation issue's indexer benchmark), precomputed as an op stream so the
  * timed replay measures the index alone: Mooncake conversation trace, one block per hash_id
  * (block size 512, comparable with Dynamo's published figures); each request is matched, then
  * stored on worker `i % W` (only the suffix the worker does not hold, parent = its deepest held

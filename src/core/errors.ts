@@ -1,14 +1,14 @@
 /**
  * The error catalogue (fastify `createError` style): every error the service returns has a stable
- * code here, with its HTTP status fixed per code (api §1.1, newest `error.rs`) and the `kind`
- * string of api §1. Factories build the exact message texts the spec quotes. The HTTP layer maps
+ * code here, with its HTTP status fixed per code (Dynamo `lib/kv-router/src/services/selection/error.rs`, newest `error.rs`) and the `kind`
+ * string of Dynamo `lib/kv-router/src/services/selection/server.rs`. Factories build the exact message texts the spec quotes. The HTTP layer maps
  * a {@link SelectionError} to `status` + {@link errorBody} in one handler.
  *
  * Partitions are displayed as `partition "model/group"` ({@link partitionLabel}); Dynamo's exact
- * `RoutingPartitionId` Display is not pinned (api §13). Worker ids are bigint, printed decimal.
+ * `RoutingPartitionId` Display is not pinned (Dynamo `lib/kv-router/src/services/selection/server.rs`). Worker ids are bigint, printed decimal.
  */
 
-/** Error-kind strings of api §1 (`SelectionError::kind()`). */
+/** Error-kind strings of Dynamo `lib/kv-router/src/services/selection/server.rs` (`SelectionError::kind()`). */
 export type ErrorKind = 'bad_request' | 'not_ready' | 'not_found' | 'conflict' | 'internal' | 'scheduler' | 'sequence';
 
 /** One catalogue entry. */
@@ -23,7 +23,7 @@ const e = (status: number, kind: ErrorKind, description: string): CatalogueEntry
 
 /** Every error code, frozen. */
 export const ERROR_CATALOGUE = Object.freeze({
-  // transport (api §1): produced by the HTTP layer, listed here so one handler maps them
+  // transport (Dynamo `lib/kv-router/src/services/selection/server.rs`): produced by the HTTP layer, listed here so one handler maps them
   SEL_ROUTE_NOT_FOUND: e(404, 'not_found', 'unknown route'),
   SEL_METHOD_NOT_ALLOWED: e(405, 'bad_request', 'known route, wrong method'),
   SEL_BODY_TOO_LARGE: e(413, 'bad_request', 'request body over the 8 MiB limit'),
@@ -60,7 +60,7 @@ export const ERROR_CATALOGUE = Object.freeze({
   SEL_SEQUENCE_DUPLICATE_REQUEST: e(409, 'sequence', 'tracker already holds the request id'),
   // Scheduler
   SEL_OVERLOADED: e(429, 'scheduler', 'all eligible workers (or the pinned worker) overloaded'),
-  SEL_QUEUE_REJECTED: e(429, 'scheduler', 'policy-class queue limit reached; body carries details (429 = newest mapping, api §12.1)'),
+  SEL_QUEUE_REJECTED: e(429, 'scheduler', 'policy-class queue limit reached; body carries details (429 = newest mapping, Dynamo `lib/kv-router/src/services/selection/error.rs`)'),
   SEL_BOOKING_LIMIT: e(429, 'scheduler', 'live bookings at --max-bookings; body carries details'),
   SEL_PARTITION_LIMIT: e(429, 'scheduler', 'a registration would create a partition beyond --max-partitions; body carries details'),
   SEL_NO_ENDPOINTS: e(503, 'scheduler', 'no eligible worker for the request'),
@@ -74,7 +74,7 @@ export const ERROR_CATALOGUE = Object.freeze({
 /** A stable error code. */
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
 
-/** Structured `details` of a queue rejection (api §1). */
+/** Structured `details` of a queue rejection (Dynamo `lib/kv-router/src/services/selection/server.rs`). */
 export interface QueueRejectionDetails {
   readonly policy_class: string;
   readonly limit_kind: 'requests' | 'raw_isl_tokens' | 'cached_tokens';
@@ -162,13 +162,13 @@ export const peerManagerUnavailable = () =>
 /** 400 ``invalid ZMQ endpoint `<ep>`: <reason>`` (e.g. reason `missing scheme`). */
 export const invalidZmqEndpoint = (endpoint: string, reason: string) =>
   new SelectionError('SEL_INVALID_ENDPOINT', `invalid ZMQ endpoint \`${endpoint}\`: ${reason}`);
-/** 400 hash path (api §2.7). */
+/** 400 hash path (Dynamo `lib/kv-router/src/services/selection/core/run.rs`). */
 export const blockHashesRequired = () => new SelectionError('SEL_BAD_REQUEST', 'block_hashes is required without token_ids');
-/** 400 hash path (api §2.7). */
+/** 400 hash path (Dynamo `lib/kv-router/src/services/selection/core/run.rs`). */
 export const sequenceHashesRequired = () => new SelectionError('SEL_BAD_REQUEST', 'sequence_hashes is required without token_ids');
-/** 400 hash path (api §2.7). */
+/** 400 hash path (Dynamo `lib/kv-router/src/services/selection/core/run.rs`). */
 export const islTokensRequired = () => new SelectionError('SEL_BAD_REQUEST', 'isl_tokens is required without token_ids');
-/** 400 hash path (api §2.7). */
+/** 400 hash path (Dynamo `lib/kv-router/src/services/selection/core/run.rs`). */
 export const islTokensZero = () => new SelectionError('SEL_BAD_REQUEST', 'isl_tokens must be greater than 0');
 /** 400 `block_hashes length A must match sequence_hashes length B`. */
 export const hashLengthMismatch = (blocks: number, sequences: number) =>

@@ -1,5 +1,5 @@
 /**
- * Request-body parsing (api §1). Routes that take a JSON body accept `application/json` and
+ * Request-body parsing (Dynamo `lib/kv-router/src/services/selection/server.rs`). Routes that take a JSON body accept `application/json` and
  * `application/*+json` (axum's `Json` extractor rule), parsed u64-exact with {@link parseJson};
  * anything else is a 415, and a body that is not valid UTF-8 or not valid JSON a 400 (serde_json
  * refuses invalid UTF-8; decoding it leniently would turn it into U+FFFD). Routes whose body Dynamo ignores

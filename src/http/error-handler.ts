@@ -1,5 +1,5 @@
 /**
- * The one place errors become HTTP responses (api §1, §1.1): a {@link SelectionError} keeps its
+ * The one place errors become HTTP responses (Dynamo `lib/kv-router/src/services/selection/server.rs`, `lib/kv-router/src/services/selection/error.rs`): a {@link SelectionError} keeps its
  * catalogue status and `{"error", "details"?}` body; Fastify's own transport errors are mapped
  * to catalogue codes; anything else is a 500 (logged with its stack, answered without it).
  */

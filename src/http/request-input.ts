@@ -1,7 +1,7 @@
 /**
  * What the routes read from a request besides the body: the `worker_id` path parameter (u64),
  * the `model_name`/`routing_group` query filter, the `x-dynamo-meta-policy-class` header and
- * an AbortSignal that fires when the client goes away (api §1, §2.4, §2.8).
+ * an AbortSignal that fires when the client goes away (Dynamo `lib/kv-router/src/services/selection/server.rs`, `lib/kv-router/src/services/selection/core/workers.rs`, `lib/kv-router/src/services/selection/core/run.rs`).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { SelectionError } from '../core/errors.js';

@@ -7,7 +7,7 @@
  * partial; like the trace, we treat it as a cacheable unit).
  *
  * Why hashes and not token ids: the simulator feeds the core through the trusted hash path
- * (`block_hashes` + `sequence_hashes` + `isl_tokens`, api §2.7) instead of synthesising token ids.
+ * (`block_hashes` + `sequence_hashes` + `isl_tokens`, Dynamo `lib/kv-router/src/services/selection/core/run.rs`) instead of synthesising token ids.
  * The trace only says which 512-token blocks are equal, so synthetic tokens would carry no more
  * information; they would cost ~145M token ids per policy on the conversation trace (12,035
  * tokens per request on average) to build, validate and hash, and the index would see exactly

@@ -1,7 +1,7 @@
 /**
  * User-written scorers for the `custom` policy: a function `(ctx, cands, out)` that writes one
  * finite cost per candidate into `out` (lower wins), with the accessors of the core's
- * custom-policy API (api §10: `ctx.promptTokens()`, `ctx.requestBlocks()`, `ctx.blockSize()`,
+ * custom-policy API (Dynamo `lib/kv-router/src/services/selection/service.rs`: `ctx.promptTokens()`, `ctx.requestBlocks()`, `ctx.blockSize()`,
  * `ctx.sessionId()`, ...; per candidate `deviceOverlapBlocks()`, `activePrefillTokens()`,
  * `decodeCostBlocks()`, `activeRequests()`, `worker()`, ...). The page and the CLI take the body
  * of that function as text; TypeScript users pass a `WorkerScorer` object directly.

@@ -1,14 +1,14 @@
 /**
  * The routing policies a simulation compares, and how each becomes a SelectionCore setup.
  *
- * `kv` is the core's built-in default selector (algorithms §5), tuned through the router
+ * `kv` is the core's built-in default selector (Dynamo `lib/kv-router/src/scheduling/selector/default.rs`), tuned through the router
  * configuration (`overlap_score_credit`, `prefill_load_scale`, `router_temperature`); `ttft` is
  * the core's time-to-first-token policy (`--routing-policy ttft`, select/ttft.ts) with its
  * parameters (`prior_tokens_per_sec`, `decode_weight`, ...). Every other
- * policy goes through the one custom-policy mechanism of the core (api §10: filters → scorers →
+ * policy goes through the one custom-policy mechanism of the core (Dynamo `lib/kv-router/src/services/selection/service.rs`: filters → scorers →
  * picker, registered by type name and chosen with `DYN_ROUTER_WORKER_SELECTION_POLICY`): round
  * robin and random are pickers, least loaded and a user-written scorer are scorers. Session
- * affinity is the default cost with the core's own binding tables (api §8) switched on.
+ * affinity is the default cost with the core's own binding tables (Dynamo `lib/kv-router/src/services/selection/affinity.rs`) switched on.
  *
  * A spec string is `name` or `name:key=value:key=value`, e.g. `kv:overlap_score_credit=0.5`.
  */
@@ -71,7 +71,7 @@ export interface PolicySetup {
   /** Router configuration overrides (cost knobs, the policy type name). */
   overrides: Partial<RouterConfig>;
   policies?: PolicyRegistry;
-  /** The core's session-affinity tables (api §8), for `session_affinity`. */
+  /** The core's session-affinity tables (Dynamo `lib/kv-router/src/services/selection/affinity.rs`), for `session_affinity`. */
   sessionAffinity?: SessionAffinityConfig;
 }
 

@@ -38,7 +38,7 @@ export interface SimulationOptions {
   /** Scorer of the `custom` policy. */
   scorer?: WorkerScorer;
   /**
-   * The core's admission queue (algorithms §7): `threshold` is `router_queue_threshold` (a rank is
+   * The core's admission queue (Dynamo `lib/kv-router/src/scheduling/queue.rs`): `threshold` is `router_queue_threshold` (a rank is
    * busy above threshold x its `max_num_batched_tokens` of active prefill tokens); off by default.
    */
   queue?: { threshold: number; policy?: 'fcfs' | 'wspt' | 'lcfs' };

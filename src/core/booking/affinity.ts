@@ -1,5 +1,5 @@
 /**
- * Session affinity (api §8): one table per partition binding a session id to the worker (and
+ * Session affinity (Dynamo `lib/kv-router/src/services/selection/affinity.rs`): one table per partition binding a session id to the worker (and
  * optionally the DP rank) that served it, for as long as requests keep arriving within the TTL.
  *
  * A booking first *acquires* the session: a new (or idle-expired) session yields an `init`
@@ -13,7 +13,7 @@
  *
  * Bindings carry a version `(sequence, writer_id)` (higher wins) so replicas can exchange them:
  * every commit, rebind and lease release is published through `publish`, and peers' bindings
- * enter through {@link SessionAffinityTable.applyRemote} with the rules of api §8.
+ * enter through {@link SessionAffinityTable.applyRemote} with the rules of Dynamo `lib/kv-router/src/services/selection/affinity.rs`.
  * Single-threaded and clock-injected; the host calls `reap` periodically (every min(ttl, 30 s)).
  */
 import { LIMITS } from '../config/config.js';
@@ -194,7 +194,7 @@ export class SessionAffinityTable {
     this.release(lease);
   }
 
-  /** Applies a peer's binding (api §8 apply rules). */
+  /** Applies a peer's binding (Dynamo `lib/kv-router/src/services/selection/affinity.rs` apply rules). */
   applyRemote(sessionId: string, target: AffinityTarget, version: AffinityVersion): ApplyOutcome {
     try { this.validateSessionId(sessionId); } catch { return 'rejected_session_id'; }
     if (version.sequence >= this.nextSequence) this.nextSequence = version.sequence + 1n;

@@ -1,5 +1,5 @@
 /**
- * kv_hint envelopes (api §9): on a booking, when another worker of the same hint type holds a
+ * kv_hint envelopes (Dynamo `lib/kv-router/src/services/selection/core/hint.rs`): on a booking, when another worker of the same hint type holds a
  * strictly longer root-aligned prefix than the booked rank, tell the booked worker where to
  * fetch the KV from. Built only from the local event-driven index (the caller checks the mode).
  */

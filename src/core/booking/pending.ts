@@ -1,5 +1,5 @@
 /**
- * The pending-selection cache (api §5.2, Dynamo `pending.rs`): what a `/select` carrying a
+ * The pending-selection cache (Dynamo `lib/kv-router/src/services/selection/pending.rs`): what a `/select` carrying a
  * `selection_id` chose, kept so that a later replay `/reservations` (no `worker_id`) books
  * exactly those inputs. Replica-local, bounded by TTL, entry count and an approximate byte budget.
  *
@@ -69,7 +69,7 @@ function utf8Length(s: string): number {
 }
 
 /**
- * The §5.2 size estimate of one entry: `8·#blockHashes + 8·#sequenceHashes + len(id) + len(model)
+ * Dynamo's size estimate of one entry: `8·#blockHashes + 8·#sequenceHashes + len(id) + len(model)
  * + len(group) + len(lora)`, string lengths in UTF-8 bytes (Rust `str::len`). The session id is
  * not counted (the formula predates it).
  */

@@ -1,5 +1,5 @@
 /**
- * The process-wide reservation index (api §5.1): one booking-id namespace across every partition.
+ * The process-wide reservation index (Dynamo `lib/kv-router/src/services/selection/core/reservations.rs`): one booking-id namespace across every partition.
  * An id is first *claimed* (in flight: it blocks other bookings of the id with 409 and is
  * invisible to lifecycle calls, which answer 404), then *committed* to a booking row or
  * *released*. Bookings mirrored from replica peers are rows too (`mirrored: true`), so lifecycle

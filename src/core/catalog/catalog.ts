@@ -1,6 +1,6 @@
 /**
- * Worker catalog records (api §3): the stored record of a `WorkerRequest`, its DP ranks, the
- * event endpoint of each rank, and the schedulability reasons of §3.2 in the spec's order and
+ * Worker catalog records (Dynamo `lib/kv-router/src/services/selection/types.rs`): the stored record of a `WorkerRequest`, its DP ranks, the
+ * event endpoint of each rank, and the schedulability reasons in the order of Dynamo's catalog (`lib/kv-router/src/services/selection/catalog.rs`) and
  * words. Pure functions; the core owns the map of records and the lifecycle transitions.
  */
 import type { WorkerPatch, WorkerRequest } from '../wire/schemas.js';
@@ -18,7 +18,7 @@ export interface WorkerEntry {
   feedError?: string;
 }
 
-/** Context of the §3.2 rules. */
+/** Context of the schedulability rules. */
 export interface ReasonContext {
   /** Queueing on (router_queue_threshold or a queueing policy class). */
   queueing: boolean;
@@ -55,7 +55,7 @@ export function eventEndpoints(r: WorkerRequest): Map<number, string> {
   return out;
 }
 
-/** The metadata reasons of §3.2 (rules 1-5), in order; empty = the worker may be schedulable. */
+/** The metadata reasons of the schedulability rules (1-5), in order; empty = the worker may be schedulable. */
 export function metadataReasons(r: WorkerRequest, ctx: ReasonContext): string[] {
   const out: string[] = [];
   if (!r.endpoint) out.push('endpoint is required');

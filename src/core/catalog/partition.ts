@@ -1,5 +1,5 @@
 /**
- * One routing partition `(model_name, routing_group)` (api §3.3): created by its first valid
+ * One routing partition `(model_name, routing_group)` (Dynamo `lib/kv-router/src/services/selection/catalog.rs`): created by its first valid
  * worker and destroyed when its last worker leaves (its wasm index handles are then free again);
  * its block size and eagle flag are fixed while it exists. It owns the prefix index, the active
  * loads, and the worker-selection policy instance.
@@ -21,7 +21,7 @@ export interface PartitionOptions {
   modelName: string; routingGroup: string; blockSize: number; isEagle: boolean;
   clock: Clock; rng: Rng; expirySecs: number;
   policy: WorkerSelectionPolicy | null;
-  /** Indexing mode (api §4.3): 'events' (primary fed by KV events), 'approximate' (primary fed
+  /** Indexing mode (Dynamo `lib/kv-router/src/services/selection/README.md`): 'events' (primary fed by KV events), 'approximate' (primary fed
    * by bookings with TTL), or 'events+predicted' (plus a TTL side index fed by bookings). */
   mode: 'events' | 'approximate' | 'events+predicted';
   /** TTL of recorded bookings, seconds (router_ttl_secs, or router_predicted_ttl_secs for the side index). */
@@ -43,7 +43,7 @@ export class Partition {
   readonly predicted: ApproxIndex | null;
   /** Admission queue (set by the core at creation). */
   queue!: AdmissionQueue<Waiter>;
-  /** Session binding table (api §8), when session affinity is on (set by the core). */
+  /** Session binding table (Dynamo `lib/kv-router/src/services/selection/affinity.rs`), when session affinity is on (set by the core). */
   affinity: SessionAffinityTable | null = null;
   /** Schedulable workers of this partition, by id (change it through setWorker / removeWorker). */
   readonly workers = new Map<bigint, WorkerEntry>();

@@ -5,12 +5,12 @@
  * and cross-field validation live in the one schema of `config.ts`. It never reads
  * `process.env`: the caller passes an env-like record (the Node entry passes `process.env`).
  *
- * Parsing follows api §4.2 (`kv_router_config_from_lookup`) with one product deviation, stated
+ * Parsing follows Dynamo `lib/kv-router/src/scheduling/config.rs` (`kv_router_config_from_lookup`) with one product deviation, stated
  * in the header of `config.ts`: a variable that is present but unparsable is reported as a
  * problem instead of being ignored silently.
  */
 
-/** Field names of the router configuration, in the order of api §4.2 plus service values. */
+/** Field names of the router configuration, in the order of Dynamo `lib/kv-router/src/scheduling/config.rs` plus service values. */
 export const CONFIG_FIELDS = [
   'overlapScoreCredit', 'overlapScoreCreditDecay', 'prefillLoadScale', 'decodeActiveRequestWeight',
   'routerTemperature', 'useKvEvents', 'routerReplicaSync', 'routerTrackActiveBlocks',
@@ -184,7 +184,7 @@ export const ENV_VARS: Readonly<Record<ConfigField, string>> = Object.freeze(
 /** Deprecated spellings of `prefillLoadScale`, read in this order after every other variable. */
 export const DEPRECATED_OVERLAP_WEIGHT_VARS = ['DYN_ROUTER_KV_OVERLAP_SCORE_WEIGHT', 'DYN_OVERLAP_SCORE_WEIGHT'] as const;
 
-/** Default of `DYN_ROUTER_ACTIVE_REQUEST_EXPIRY_SECS` (api §4.1), also used for bad values. */
+/** Default of `DYN_ROUTER_ACTIVE_REQUEST_EXPIRY_SECS` (Dynamo `lib/bindings/python/rust/llm/kv.rs`), also used for bad values. */
 export const DEFAULT_ACTIVE_REQUEST_EXPIRY_SECS = 300;
 
 /** Result of decoding an env record: raw values (not yet range-checked) and their origin. */
@@ -235,7 +235,7 @@ export function parseEnvBool(text: string): boolean | undefined {
 function lookup(env: Record<string, string | undefined>, vars: readonly string[]): [string, string] | undefined {
   for (const name of vars) {
     const v = env[name];
-    // An empty variable counts as unset (shell `VAR= cmd`), like Dynamo's booleans (api §4.2).
+    // An empty variable counts as unset (shell `VAR= cmd`), like Dynamo's booleans (Dynamo `lib/kv-router/src/scheduling/config.rs`).
     if (v !== undefined && v !== '') return [name, v];
   }
   return undefined;
@@ -263,7 +263,7 @@ function decodeOne(field: ConfigField, name: string, raw: string, out: DecodedEn
     case 'uint': {
       const v = parseEnvUint(raw);
       if (field === 'activeRequestExpirySecs') {
-        // api §4.1: non-numeric or 0 -> default, silently (the one lenient numeric variable).
+        // Dynamo `lib/bindings/python/rust/llm/kv.rs`: non-numeric or 0 -> default, silently (the one lenient numeric variable).
         return put(v === undefined || v === 0 ? DEFAULT_ACTIVE_REQUEST_EXPIRY_SECS : v);
       }
       return v === undefined ? bad('must be a non-negative integer') : put(v);
@@ -276,7 +276,7 @@ function decodeOne(field: ConfigField, name: string, raw: string, out: DecodedEn
       const allowed: readonly string[] = ENUM_VALUES[kind];
       const v = raw.trim();
       if (allowed.includes(v)) return put(v);
-      // api §4.2: a bad conditional-disagg policy is silently ignored (default kept).
+      // Dynamo `lib/kv-router/src/scheduling/config.rs`: a bad conditional-disagg policy is silently ignored (default kept).
       if (field === 'conditionalDisaggPolicy') return;
       return bad(`must be one of ${allowed.join(', ')}`);
     }

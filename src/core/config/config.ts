@@ -3,12 +3,12 @@
  * into a validated, frozen {@link RouterConfig}; failure lists every problem (fastify style).
  * Isomorphic: no `node:` imports and no `process.env` (the Node entry passes the record).
  *
- * Deviation from Dynamo (api §4.2), by product rule "an invalid value fails start-up with a
+ * Deviation from Dynamo (`lib/kv-router/src/scheduling/config.rs`), by product rule "an invalid value fails start-up with a
  * message naming the variable": Dynamo ignores an unparsable float/int and an unrecognised
  * boolean and keeps the default. Here a variable that is PRESENT but unparsable is an error
  * naming the variable — a typo such as `DYN_ROUTER_TEMPERATURE=0,5` would otherwise run with a
  * silently different policy. Two exceptions keep the spec's explicit leniency:
- * `DYN_ROUTER_ACTIVE_REQUEST_EXPIRY_SECS` (non-numeric or 0 -> 300, api §4.1) and
+ * `DYN_ROUTER_ACTIVE_REQUEST_EXPIRY_SECS` (non-numeric or 0 -> 300, Dynamo `lib/bindings/python/rust/llm/kv.rs`) and
  * `DYN_ROUTER_CONDITIONAL_DISAGG_POLICY` (bad value ignored). Empty variables count as unset.
  * Numbers, booleans and enum values are trimmed before parsing; enums stay case-sensitive.
  * Non-finite numbers (`inf`, `nan`) parse but fail validation.
@@ -23,7 +23,7 @@ function routingPolicyProblem(v: string): string | null {
   try { parseRoutingPolicy(v); return null; } catch (err) { return (err as Error).message; }
 }
 
-/** The service's router configuration (api §4.2 `KvRouterConfig` fields + service values). */
+/** The service's router configuration (Dynamo `lib/kv-router/src/scheduling/config.rs` `KvRouterConfig` fields + service values). */
 export interface RouterConfig {
   readonly overlapScoreCredit: number;
   readonly overlapScoreCreditDecay: number;
@@ -62,9 +62,9 @@ export interface RouterConfig {
   readonly diskCacheHitWeight: number;
   readonly routerPrefillLoadModel: 'none' | 'aic';
   readonly routerActiveSequenceStride: number;
-  /** Absolute-age expiry of bookings (api §5.4), seconds. */
+  /** Absolute-age expiry of bookings (Dynamo `lib/kv-router/src/services/selection/core/reservations.rs`), seconds. */
   readonly activeRequestExpirySecs: number;
-  /** Dequeue-time overlap refresh age (algorithms §7), seconds; 0 disables. */
+  /** Dequeue-time overlap refresh age (Dynamo `lib/kv-router/src/scheduling/queue.rs`), seconds; 0 disables. */
   readonly overlapRefreshAfterSecs: number;
   /** `DYN_ROUTER_WORKER_SELECTION_POLICY` (trimmed; `default` = built-in selector). */
   readonly workerSelectionPolicy: string | null;
@@ -72,7 +72,7 @@ export interface RouterConfig {
   readonly routingPolicy: string | null;
 }
 
-/** Fixed limits with the spec's defaults (api §1, §5, §6, §7, §8; algorithms §2.4, §7). */
+/** Fixed limits with the spec's defaults (Dynamo `lib/kv-router/src/services/selection/server.rs`, `lib/kv-router/src/services/selection/core/reservations.rs`, `lib/kv-router/src/services/common/replica_sync.rs`, `lib/kv-router/src/services/indexer/server.rs`, `lib/kv-router/src/services/selection/affinity.rs`; Dynamo `lib/kv-router/src/approx.rs`, `lib/kv-router/src/scheduling/queue.rs`). */
 export const LIMITS = Object.freeze({
   requestBodyLimitBytes: 8 * 1024 * 1024,
   selectionCacheTtlSecs: 120, selectionCacheMaxEntries: 4096, selectionCacheMaxBytes: 268435456,
@@ -211,7 +211,7 @@ export class ConfigError extends Error {
   }
 }
 
-/** How a CLI-overridden field is named in messages (api §4.1 flags); others use the field name. */
+/** How a CLI-overridden field is named in messages (Dynamo `lib/bindings/python/rust/llm/kv.rs` flags); others use the field name. */
 export const OPTION_FLAGS: Readonly<Partial<Record<ConfigField, string>>> = Object.freeze({
   routerAssumeKvReuse: '--router-assume-kv-reuse',
   routerTrackingHash: '--router-tracking-hash',
@@ -237,7 +237,7 @@ export function parseRouterConfig(
     input[key] = value;
     labels[key] = OPTION_FLAGS[key as ConfigField] ?? key;
   }
-  // api §4.2: an unset multiplier defaults to 0.5 once a shared cache type is configured.
+  // Dynamo `lib/kv-router/src/scheduling/config.rs`: an unset multiplier defaults to 0.5 once a shared cache type is configured.
   if (input.sharedCacheMultiplier === undefined && input.sharedCacheType === 'hicache') {
     input.sharedCacheMultiplier = 0.5;
     labels.sharedCacheMultiplier = labels.sharedCacheType;
@@ -264,7 +264,7 @@ export function defaultRouterConfig(): RouterConfig {
   return parseRouterConfig({});
 }
 
-/** Queueing is on when a queue threshold is set or a policy class of the YAML queues (api §3.2). */
+/** Queueing is on when a queue threshold is set or a policy class of the YAML queues (Dynamo `lib/kv-router/src/services/selection/catalog.rs`). */
 export function queueingEnabled(cfg: RouterConfig, policyClassesQueue: boolean): boolean {
   return cfg.routerQueueThreshold != null || policyClassesQueue;
 }
@@ -284,7 +284,7 @@ const fromJson = <T extends z.ZodType>(schema: T) =>
   z.preprocess((v) => (typeof v === 'bigint' ? Number(v) : v), schema).nullish();
 
 /**
- * Schema of a request body's `router_config_override` (api §2.7). Validation: credit finite
+ * Schema of a request body's `router_config_override` (Dynamo `lib/kv-router/src/services/selection/core/run.rs`). Validation: credit finite
  * >= 0; scale (and the deprecated weight) >= 0; temperature >= 0; multiplier in [0,1]; a
  * violation is a 422 at the HTTP layer. Unknown keys are ignored. As in Dynamo, a deprecated
  * `overlap_score_weight` is applied after the explicit fields: it replaces `prefill_load_scale`,

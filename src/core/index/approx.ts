@@ -1,5 +1,5 @@
 /**
- * Booking recorder with TTL retention (algorithms §2.4): in approximate mode (no KV events) it
+ * Booking recorder with TTL retention (Dynamo `lib/kv-router/src/approx.rs`): in approximate mode (no KV events) it
  * feeds the partition's primary index; with `router_predicted_ttl_secs` it feeds a side index.
  * A recorded booking is a synthetic Stored event for the booked rank from the root:
  * `{tokens_hash: local[i], block_hash: seq[i]}` with the prompt's PUBLIC sequence hashes.

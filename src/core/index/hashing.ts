@@ -1,5 +1,5 @@
 /**
- * Typed API over the wasm hashing exports (assembly/hashing.ts; algorithms §1.2-§1.5).
+ * Typed API over the wasm hashing exports (assembly/hashing.ts; Dynamo `lib/kv-router/src/protocols.rs`).
  *
  * Hot callers use `hashBlocksToScratch` / `chainToScratch` and read the results in place through
  * `Wasm.locals()` / `Wasm.exts()` (no BigInt per hash). The `bigint[]` functions are cold
@@ -14,9 +14,9 @@ export { PUBLIC_SEED };
 
 /** Options of the block-hashing functions. */
 export interface BlockHashOptions {
-  /** EAGLE windows: bs + 1 tokens per block, stride bs (§1.5). */
+  /** EAGLE windows: bs + 1 tokens per block, stride bs (protocols.rs). */
   eagle?: boolean;
-  /** Multimodal hashes per block (§1.4); appended sorted ascending after the block's tokens. */
+  /** Multimodal hashes per block (protocols.rs); appended sorted ascending after the block's tokens. */
   mm?: BlockMm;
 }
 
@@ -44,7 +44,7 @@ export function xxh3(bytes: Uint8Array, seed: bigint): bigint {
 }
 
 /**
- * Public-mode block seed (§1.2): 1337 + xxh3(lora, 0) + xxh3(namespace, 1), wrapping; empty
+ * Public-mode block seed (protocols.rs): 1337 + xxh3(lora, 0) + xxh3(namespace, 1), wrapping; empty
  * strings count as absent. Also leaves the seed in P_SEED, ready for hashBlocks.
  */
 export function publicBlockSeed(loraName: string | null, cacheNamespace: string | null): bigint {
@@ -77,7 +77,7 @@ export function hashBlocksToScratch(tokens: ArrayLike<number>, blockSize: number
 }
 
 /**
- * Sequence hashes (§1.3) of the n local hashes already in R_HASH_A, into R_HASH_B[0..n)
+ * Sequence hashes (protocols.rs) of the n local hashes already in R_HASH_A, into R_HASH_B[0..n)
  * (`Wasm.exts()`). `chainSeed` is PUBLIC_SEED in public mode, the keyed chain seed otherwise.
  */
 export function chainToScratch(n: number, chainSeed: bigint): void {

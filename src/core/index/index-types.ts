@@ -3,7 +3,7 @@
  * implementation (`wasm-index.ts`) and the plain-TS reference model (`reference/index-model.ts`),
  * which is the test oracle. Both must agree exactly on every operation below.
  *
- * Identities (algorithms §1.1): `local` = the block's token-content hash (what requests match
+ * Identities (Dynamo `lib/kv-router/src/protocols.rs`): `local` = the block's token-content hash (what requests match
  * with); `ext` = the engine's own block hash (opaque; parent linkage and removal). Workers are
  * dense slots (a `(worker_id, dp_rank)` interned by the caller).
  *
@@ -27,7 +27,7 @@
  * clear(slot, tier): the slot loses every block of that tier (tier -1 = all tiers), with the same
  *   cascade rule. removeSlot(slot) = clear(slot, -1).
  *
- * HOST / DISK / EXTERNAL tiers = continuation edges (algorithms §3.2): a set of unique edges
+ * HOST / DISK / EXTERNAL tiers = continuation edges (Dynamo `lib/kv-router/src/indexer/lower_tier.rs`): a set of unique edges
  * key (parent ext | null, local) -> (child ext, owners); per slot a lookup ext -> edge.
  * store(slot, tier, parent, blocks): step 1 as above (INVALID_SEQUENCE). Never PARENT_NOT_FOUND.
  *   p = parent; for each block i: e = edge(p, local_i). If e exists with child ext != ext_i, or
@@ -42,7 +42,7 @@
  *   slot's ext at position pos-1 (the device node's ext, or the child ext of the last tier hit;
  *   null when pos = 0); while pos < n: e = edge(last, locals[pos]); stop unless e exists and slot
  *   owns it; hits++, last = e.child ext, pos++. Row: hostExt, diskExt, externalExt = the hits.
- *   Cumulative tokens (algorithms §3.3): gpu = device, cpu = device + hostExt,
+ *   Cumulative tokens (Dynamo `lib/kv-router/src/indexer/lower_tier.rs`): gpu = device, cpu = device + hostExt,
  *   disk = cpu + diskExt + externalExt, all times block size.
  *
  * treeSize(slot, tier) = number of blocks the slot holds in that tier (its lookup size).
@@ -56,7 +56,7 @@
  *   may order siblings differently; compare with `canonicalHoldings()`.
  */
 
-/** Storage tiers, in continuation order (algorithms §3.1). */
+/** Storage tiers, in continuation order (Dynamo `lib/kv-router/src/indexer/lower_tier.rs`). */
 export const Tier = { Device: 0, Host: 1, Disk: 2, External: 3 } as const;
 export type Tier = (typeof Tier)[keyof typeof Tier];
 export const TIERS: readonly Tier[] = [Tier.Device, Tier.Host, Tier.Disk, Tier.External];

@@ -1,5 +1,5 @@
 /**
- * Prompt normalisation (api §2.7, algorithms §1): a request's prompt fields become
+ * Prompt normalisation (Dynamo `lib/kv-router/src/services/selection/core/run.rs`, Dynamo `lib/kv-router/src/protocols.rs`): a request's prompt fields become
  *  - `locals`: PUBLIC local block hashes, what the index is queried with (always public);
  *  - `seq`: tracking (sequence) hashes, what active-load accounting dedups and what
  *    `/select_and_reserve` returns — public chain, keyed chain (`keyed-xxh3-v1`), or random
@@ -29,7 +29,7 @@ export interface PromptFields {
   is_eagle?: boolean;
 }
 
-/** How tracking hashes are made (algorithms §1.7). */
+/** How tracking hashes are made (Dynamo `lib/kv-router/src/tracking_hash.rs`). */
 export interface TrackingConfig {
   mode: 'public-xxh3-v1' | 'keyed-xxh3-v1';
   key: Uint8Array | null;
@@ -55,7 +55,7 @@ export interface NormalizedPrompt {
 const words = (a: BigUint64Array): Uint32Array => new Uint32Array(a.buffer, a.byteOffset, a.length * 2);
 
 /**
- * Validates the hash-path fields (the exact 400 messages of api §2.7) before anything else.
+ * Validates the hash-path fields (the exact 400 messages of Dynamo `lib/kv-router/src/services/selection/core/run.rs`) before anything else.
  * `requireBlockHashes` is false for explicit reservations (block hashes optional there).
  */
 export function checkPromptFields(p: PromptFields, requireBlockHashes = true): void {

@@ -1,5 +1,5 @@
 /**
- * Tracking-hash seeds (algorithms §1.2 and §1.7).
+ * Tracking-hash seeds (Dynamo `lib/kv-router/src/protocols.rs`, `lib/kv-router/src/tracking_hash.rs`).
  *
  * Public mode: one XXH3 seed from LoRA name and cache namespace, used for both the local block
  * hash and (via 1337) the chain. Keyed mode (`keyed-xxh3-v1`): a BLAKE3 keyed hash of a framed
@@ -7,7 +7,7 @@
  * not guessable from tokens. Seeds are derived once per scope + request options (cold path), so
  * bigint is fine here; the hot hashing itself is done in wasm with these seeds.
  *
- * Framing (§1.7), all integers little-endian:
+ * Framing (tracking_hash.rs), all integers little-endian:
  * ```
  *   DOMAIN  = "dynamo.router.tracking-hash/keyed-xxh3-v1\0"
  *   fixed   = [tag] ++ u64(len) ++ bytes
@@ -70,7 +70,7 @@ export function parseTrackingKey(bytes: Uint8Array): Uint8Array {
 }
 
 /**
- * Derives the keyed-xxh3-v1 block and chain seeds for one scope (§1.7). `key` must be 32 bytes;
+ * Derives the keyed-xxh3-v1 block and chain seeds for one scope (tracking_hash.rs). `key` must be 32 bytes;
  * empty `cacheNamespace`/`loraName` are treated as absent.
  */
 export function deriveKeyedSeeds(key: Uint8Array, keyId: string, scope: TrackingScope): KeyedSeeds {
@@ -110,7 +110,7 @@ export function deriveKeyedSeeds(key: Uint8Array, keyId: string, scope: Tracking
 }
 
 /**
- * Public-mode block-hash seed (§1.2): `1337 + xxh3(lora, 0) + xxh3(ns, 1)`, wrapping mod 2^64;
+ * Public-mode block-hash seed (protocols.rs): `1337 + xxh3(lora, 0) + xxh3(ns, 1)`, wrapping mod 2^64;
  * empty strings count as absent. `xxh3(bytes, seed)` is the caller's XXH3-64 (wasm in the
  * service, a reference implementation in tests).
  */

@@ -1,10 +1,10 @@
 /**
- * Wire schemas (zod) of every request body of the selection API (api §2, §3), shared by the
+ * Wire schemas (zod) of every request body of the selection API (Dynamo `lib/kv-router/src/services/selection/server.rs`, `lib/kv-router/src/services/selection/types.rs`), shared by the
  * core (embedded callers are validated too), the HTTP layer (422 on a schema failure) and the
  * OpenAPI document. Inputs are the values of the u64-exact JSON parser: integers beyond 2^53
  * arrive as `bigint`, smaller ones as `number`; both are accepted wherever an integer is.
  *
- * Conventions (serde parity, api §1 / §2.2): unknown keys are ignored; JSON `null` means absent;
+ * Conventions (serde parity, Dynamo `lib/kv-router/src/services/selection/server.rs`: unknown keys are ignored; JSON `null` means absent;
  * u64 ids become `bigint`; i64 hash arrays are bit-cast to u64 `bigint`.
  *
  * Every size a client controls is bounded (`LIMITS`, README "Limits"): strings, lists, maps,
@@ -70,7 +70,7 @@ const opt = <T extends z.ZodType>(s: T) =>
   s.nullish().transform((v) => (v == null ? undefined : v)) as unknown as z.ZodOptional<z.ZodType<z.output<T>, z.input<T> | null>>;
 
 /**
- * An i64 hash array bit-cast to u64 (api §1). One pass over the array (no per-element zod
+ * An i64 hash array bit-cast to u64 (Dynamo `lib/kv-router/src/services/selection/server.rs`). One pass over the array (no per-element zod
  * schema: bodies carry thousands of hashes).
  */
 export const i64HashArray = () =>
@@ -126,7 +126,7 @@ export const MmObjectSchema = z.object({
   mm_hash: u64(),
   offsets: list(z.tuple([count(), count()]), LIMITS.maxMmObjectsPerBlock, 'offsets').nullish().transform((v) => v ?? []),
 });
-/** `BlockExtraInfo` (api §2.7). */
+/** `BlockExtraInfo` (Dynamo `lib/kv-router/src/services/selection/core/run.rs`). */
 export const BlockExtraInfoSchema = z.object({
   mm_objects: list(MmObjectSchema, LIMITS.maxMmObjectsPerBlock, 'multimodal objects').nullish().transform((v) => v ?? []),
 });
@@ -135,7 +135,7 @@ const blockMmInfos = () => list(BlockExtraInfoSchema.nullable(), LIMITS.maxPromp
 
 // ---- prompt -------------------------------------------------------------------------------
 
-/** The flattened `PromptRequest` fields (api §2.7). */
+/** The flattened `PromptRequest` fields (Dynamo `lib/kv-router/src/services/selection/core/run.rs`). */
 export const promptShape = {
   token_ids: opt(tokenArray()),
   mm_routing_info: opt(z.object({ routing_token_ids: tokenArray(), block_mm_infos: blockMmInfos() })),
@@ -189,15 +189,15 @@ const selectShape = {
   routing_constraints: RoutingConstraintsSchema,
 };
 
-/** `POST /select` (api §2.7). */
+/** `POST /select` (Dynamo `lib/kv-router/src/services/selection/core/run.rs`). */
 export const SelectRequestSchema = z.object({ ...selectShape, advisory: z.boolean().nullish().transform((v) => v ?? false) });
-/** `POST /select_and_reserve` (api §2.8): the select fields minus `advisory`. */
+/** `POST /select_and_reserve` (Dynamo `lib/kv-router/src/services/selection/core/run.rs`): the select fields minus `advisory`. */
 export const SelectAndReserveRequestSchema = z.object(selectShape);
 export type SelectAndReserveRequest = z.output<typeof SelectAndReserveRequestSchema>;
 export type SelectRequestInput = z.input<typeof SelectRequestSchema>;
 export type SelectAndReserveRequestInput = z.input<typeof SelectAndReserveRequestSchema>;
 
-/** `POST /reservations` (api §2.9). */
+/** `POST /reservations` (Dynamo `lib/kv-router/src/services/selection/core/reservations.rs`). */
 export const ReservationRequestSchema = z.object({
   ...partitionShape,
   selection_id: z.string({ error: (i) => (i.input === undefined ? 'missing field `selection_id`' : 'selection_id must be a string') })
@@ -212,15 +212,15 @@ export const ReservationRequestSchema = z.object({
 });
 export type ReservationRequestInput = z.input<typeof ReservationRequestSchema>;
 
-/** `POST /reservations/{id}/output_block` (api §2.11); range is checked by the core (400). */
+/** `POST /reservations/{id}/output_block` (Dynamo `lib/kv-router/src/services/selection/core/reservations.rs`); range is checked by the core (400). */
 export const OutputBlockRequestSchema = z.object({ decay_fraction: opt(f64()) });
 export type OutputBlockRequest = z.output<typeof OutputBlockRequestSchema>;
 
-/** `POST /potential_loads` and `POST /overlap_scores` (api §2.14, §2.15). */
+/** `POST /potential_loads` and `POST /overlap_scores` (Dynamo `lib/kv-router/src/services/selection/core/queries.rs`). */
 export const PromptQuerySchema = z.object({ ...partitionShape, ...promptShape, router_config_override: overrideField });
 export type PromptQueryInput = z.input<typeof PromptQuerySchema>;
 
-/** Replica-sync peer routes (api §2.17). */
+/** Replica-sync peer routes (Dynamo `lib/kv-router/src/services/common/replica_sync.rs`). */
 export const PeerRequestSchema = z.object({ endpoint: str() });
 
 /** Query filter of GET /workers and GET /loads. */
@@ -251,7 +251,7 @@ const workerFields = {
   kv_event_source_mode: opt(str()),
 };
 
-/** `POST /workers` (api §3.1): only `worker_id` is required. */
+/** `POST /workers` (Dynamo `lib/kv-router/src/services/selection/types.rs`): only `worker_id` is required. */
 export const WorkerRequestSchema = z.object({
   worker_id: z.custom<unknown>((v) => v !== undefined, { error: 'missing field `worker_id`' }).pipe(u64()),
   ...partitionShape,
@@ -261,7 +261,7 @@ export type WorkerRequest = z.output<typeof WorkerRequestSchema>;
 export type WorkerRequestInput = z.input<typeof WorkerRequestSchema>;
 
 /**
- * `PATCH /workers/{id}` (api §2.2): every worker field optional; absent or null = unchanged.
+ * `PATCH /workers/{id}` (Dynamo `lib/kv-router/src/services/selection/core/workers.rs`): every worker field optional; absent or null = unchanged.
  * Map/set fields replace wholesale when present.
  */
 export const WorkerPatchSchema = z.object(Object.fromEntries(

@@ -1,5 +1,5 @@
 /**
- * Response shapes of the selection API (api §2, §3), the injected clock and RNG, and the
+ * Response shapes of the selection API (Dynamo `lib/kv-router/src/services/selection/server.rs`, `lib/kv-router/src/services/selection/types.rs`), the injected clock and RNG, and the
  * {@link SelectionApi} surface that SelectionCore, SelectionService and the HTTP layer share.
  * Field names are the wire names (snake_case); u64 values are `bigint` and i64 outputs
  * (`sequence_hashes`) are `bigint` already cast to the signed range.
@@ -13,7 +13,7 @@ import type { KvFeedState, KvFeedStatus } from '../index/feed.js';
 
 export type Lifecycle = 'incomplete' | 'schedulable' | 'draining' | 'unschedulable';
 
-/** `WorkerCatalogRecord` (api §3.1). Optional fields serialize as null; see `omitted` notes. */
+/** `WorkerCatalogRecord` (Dynamo `lib/kv-router/src/services/selection/types.rs`). Optional fields serialize as null; see `omitted` notes. */
 export interface WorkerRecord {
   worker_id: bigint;
   model_name: string;
@@ -73,7 +73,7 @@ export interface KvHint {
   actions: { action_id: string; action_type: 'kv.fetch'; action_version: '1.0'; payload: { source_control_endpoint: string; block_hashes: bigint[] } }[];
 }
 
-/** `SelectResponse` (api §2.7): fields marked optional are present only where the spec says. */
+/** `SelectResponse` (Dynamo `lib/kv-router/src/services/selection/core/run.rs`): fields marked optional are present only where the spec says. */
 export interface SelectResponse {
   selection_id?: string;
   sequence_hashes?: bigint[];
@@ -116,7 +116,7 @@ export interface OverlapScoresResponse {
   shared_cache: { enabled: boolean; total_hit_blocks: number; ranges: [number, number][]; error: string | null };
 }
 
-/** `/dump` (api §7.1): `"model:group"` -> events, or `{error}` for a partition whose dump failed. */
+/** `/dump` (Dynamo `lib/kv-router/src/services/indexer/server.rs`): `"model:group"` -> events, or `{error}` for a partition whose dump failed. */
 export type DumpResponse = Record<string, { block_size: number; events: RouterEvent[] } | { error: string }>;
 
 export interface StatusOk { status: 'ok' }
@@ -130,7 +130,7 @@ export interface SelectOptions {
 }
 
 /**
- * Every operation of the HTTP API as a method (api §2). Inputs are the JSON shapes (validated
+ * Every operation of the HTTP API as a method (Dynamo `lib/kv-router/src/services/selection/server.rs`). Inputs are the JSON shapes (validated
  * inside: a body that does not fit is a 422 SelectionError); failures throw SelectionError.
  */
 export interface SelectionApi {
@@ -151,7 +151,7 @@ export interface SelectionApi {
   dump(): DumpResponse;
 }
 
-/** The replica-sync peer routes (api §2.17); implemented by the Node service. */
+/** The replica-sync peer routes (Dynamo `lib/kv-router/src/services/common/replica_sync.rs`); implemented by the Node service. */
 export interface ReplicaPeersApi {
   /** 201 when `created`, 200 when already present; 400 invalid endpoint; 409 replica sync disabled. */
   registerReplicaPeer(endpoint: string): { created: boolean };

@@ -1,5 +1,5 @@
 /**
- * Inspection routes over a real server (api §2.13-§2.16, §7.1): overlap score rows for every
+ * Inspection routes over a real server (Dynamo `lib/kv-router/src/services/selection/core/queries.rs`, `lib/kv-router/src/services/indexer/server.rs`): overlap score rows for every
  * schedulable worker rank, loads with filters, potential loads, and the dump format.
  */
 import { test } from 'node:test';

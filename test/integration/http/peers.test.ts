@@ -1,5 +1,5 @@
 /**
- * Replica-sync peer routes over a real server (api §2.17; Dynamo's peer sub-router tests):
+ * Replica-sync peer routes over a real server (Dynamo `lib/kv-router/src/services/common/replica_sync.rs`; Dynamo's peer sub-router tests):
  * disabled -> [] and 409; enabled -> 201 new, 200 known, 400 invalid, sorted list, 404 unknown.
  */
 import { test } from 'node:test';

@@ -1,6 +1,6 @@
 /**
- * The reservation lifecycle over a real server (api §2.9-§2.12, §5), after Dynamo's HTTP
- * scenarios (§11.1): replay (single use), explicit form checks, 422 without selection_id,
+ * The reservation lifecycle over a real server (Dynamo `lib/kv-router/src/services/selection/core/reservations.rs`), after Dynamo's HTTP
+ * scenarios (Dynamo `lib/kv-router/src/services/selection/tests.rs`): replay (single use), explicit form checks, 422 without selection_id,
  * prefill_complete, output_block bodies, DELETE twice, and an explicit replay on a second
  * server that keeps prefill tracking off.
  */

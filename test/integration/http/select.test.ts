@@ -1,6 +1,6 @@
 /**
- * `/select` and `/select_and_reserve` over a real server (api §2.7, §2.8), after Dynamo's HTTP
- * scenarios (§11.1): echoed ids, no legacy fields, zero-overlap dp rows, booking and 409,
+ * `/select` and `/select_and_reserve` over a real server (Dynamo `lib/kv-router/src/services/selection/core/run.rs`), after Dynamo's HTTP
+ * scenarios (Dynamo `lib/kv-router/src/services/selection/tests.rs`): echoed ids, no legacy fields, zero-overlap dp rows, booking and 409,
  * i64/u64 hashes at the edges, the policy-class header, and a client that disconnects while
  * queued (its claim must be freed).
  */

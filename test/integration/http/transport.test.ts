@@ -1,5 +1,5 @@
 /**
- * Transport rules of api §1 over a real server: 404/405, 415, 400, 413, 422 for non-object
+ * Transport rules of Dynamo `lib/kv-router/src/services/selection/server.rs` over a real server: 404/405, 415, 400, 413, 422 for non-object
  * bodies, accepted JSON media types, and that a rejected request changes nothing.
  */
 import { test } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * Worker catalog routes over a real server (api §2.1-§2.6, §3): upsert 201 (also incomplete),
+ * Worker catalog routes over a real server (Dynamo `lib/kv-router/src/services/selection/core/workers.rs`, `lib/kv-router/src/services/selection/core/mod.rs`, `lib/kv-router/src/services/selection/types.rs`): upsert 201 (also incomplete),
  * PATCH, DELETE, GET with filters, /health, /ready 200/503, u64 ids at the edges, path errors.
  */
 import { test } from 'node:test';

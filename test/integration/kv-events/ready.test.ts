@@ -1,5 +1,5 @@
 /**
- * Start-up order (api §7.2): listeners registered before the indexer is ready connect at once
+ * Start-up order (Dynamo `lib/kv-router/src/services/indexer/recovery.rs`): listeners registered before the indexer is ready connect at once
  * (the publisher sees them) but apply nothing until `setIndexerReady()`; then they drain what ZMQ
  * queued for them, in order.
  */

@@ -1,5 +1,5 @@
 /**
- * Catalog integration over real sockets (api §3.2, §3.3, §11.1): rank-by-rank reconcile,
+ * Catalog integration over real sockets (Dynamo `lib/kv-router/src/services/selection/catalog.rs`, `lib/kv-router/src/services/selection/tests.rs`): rank-by-rank reconcile,
  * the restarted-publisher rule, invalid endpoints rolled back, ranks and workers kept apart.
  */
 import { test } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * Session bindings over the replica mesh (api §6 topic dynamo.session-affinity.v1, §8): a
+ * Session bindings over the replica mesh (Dynamo `lib/kv-router/src/services/common/replica_sync.rs` topic dynamo.session-affinity.v1): a
  * binding committed on A steers the same session on B; B's own bookings then hold it.
  */
 import { test } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * Replica sync and start-up recovery between real `select-service` processes (api §6, §7), over
+ * Replica sync and start-up recovery between real `select-service` processes (Dynamo `lib/kv-router/src/services/common/replica_sync.rs`, `lib/kv-router/src/services/indexer/server.rs`), over
  * HTTP on 127.0.0.1 and the ZMQ mesh: lifecycle propagation across two and three replicas,
  * lifecycle calls on a replica for an id booked on another, dynamic peer membership, the
  * registered-catalog rule, a replica killed and restarted, a mesh dropped for a while, and

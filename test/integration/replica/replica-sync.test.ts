@@ -1,5 +1,5 @@
 /**
- * Replica sync between two in-process services over real ZMQ sockets on 127.0.0.1 (api §6):
+ * Replica sync between two in-process services over real ZMQ sockets on 127.0.0.1 (Dynamo `lib/kv-router/src/services/common/replica_sync.rs`):
  * lifecycle propagation, mirrored bookings resolvable on the peer, receive rules, peer routes.
  */
 import { test } from 'node:test';

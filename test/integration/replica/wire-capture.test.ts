@@ -1,5 +1,5 @@
 /**
- * Capture (api §6): a plain ZMQ SUB on a running service's replica PUB receives one message of
+ * Capture (Dynamo `lib/kv-router/src/services/common/replica_sync.rs`): a plain ZMQ SUB on a running service's replica PUB receives one message of
  * each kind — AddRequest, MarkPrefillCompleted, Free, and a session binding — and a generic
  * msgpack decoder (not our wire module) shows the exact field names and shapes Dynamo's
  * replicas read.

@@ -1,5 +1,5 @@
 /**
- * The session binding table (api §8, Dynamo affinity.rs tests): acquire / commit / lease
+ * The session binding table (Dynamo `lib/kv-router/src/services/selection/affinity.rs`, Dynamo affinity.rs tests): acquire / commit / lease
  * counting, hard and soft dispatch, idle TTL after the last lease, replicated apply rules.
  */
 import { test } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * Booking recorder with TTL retention (algorithms §2.4): synthetic Stored events with public
+ * Booking recorder with TTL retention (Dynamo `lib/kv-router/src/approx.rs`): synthetic Stored events with public
  * sequence hashes as engine hashes, refresh on re-recording, expiry, and pruning to 80% of the
  * max size, earliest expiry first and deepest first among equals.
  */

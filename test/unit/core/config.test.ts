@@ -20,7 +20,7 @@ function problems(env: Record<string, string | undefined>, overrides: Partial<Ro
   assert.fail('expected a ConfigError');
 }
 
-test('defaults match api §4.2 and the service values', () => {
+test('defaults match Dynamo `lib/kv-router/src/scheduling/config.rs` and the service values', () => {
   assert.deepEqual({ ...defaultRouterConfig() }, {
     overlapScoreCredit: 1, overlapScoreCreditDecay: 0, prefillLoadScale: 1, decodeActiveRequestWeight: 0,
     routerTemperature: 0, useKvEvents: true, routerReplicaSync: false, routerTrackActiveBlocks: true,
@@ -203,7 +203,7 @@ test('conditional-disagg load policies need a prefill busy threshold or the queu
   parseRouterConfig({ DYN_ROUTER_CONDITIONAL_DISAGG_POLICY: 'prefill_load' }); // disabled: not checked (Dynamo)
 });
 
-test('tracking-hash key options (§1.7)', () => {
+test('tracking-hash key options (tracking_hash.rs)', () => {
   assert.deepEqual(problems({ DYN_ROUTER_TRACKING_HASH: 'keyed-xxh3-v1' }), [
     'DYN_ROUTER_TRACKING_KEY_FILE: keyed-xxh3-v1 requires router_tracking_key_file',
     'DYN_ROUTER_TRACKING_KEY_ID: keyed-xxh3-v1 requires router_tracking_key_id',

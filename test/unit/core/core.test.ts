@@ -1,6 +1,6 @@
 /**
  * SelectionCore, in virtual time: our versions of Dynamo's HTTP-level and core scenarios
- * (api §11.1-§11.2) that the catalog, selection, reservations, pending cache, loads, overlap
+ * (Dynamo `lib/kv-router/src/services/selection/tests.rs`, `lib/kv-router/src/services/selection/core/tests.rs`) that the catalog, selection, reservations, pending cache, loads, overlap
  * scores and shutdown cover.
  */
 import { test } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * Custom routing strategies through the SelectionCore (api §10, our versions of Dynamo's HTTP
+ * Custom routing strategies through the SelectionCore (Dynamo `lib/kv-router/src/services/selection/service.rs`, our versions of Dynamo's HTTP
  * custom-policy tests): the factory runs once per partition, filters + scorers + picker compose,
  * and every failure (non-finite cost 500, bad row 500, all filtered 503) books nothing.
  */

@@ -23,7 +23,7 @@ test('catalogue is complete: unique SEL_ codes, a status, a kind and a descripti
   }
 });
 
-test('status per code follows api §1.1 (newest error.rs)', () => {
+test('status per code follows Dynamo `lib/kv-router/src/services/selection/error.rs` (newest error.rs)', () => {
   const want: Partial<Record<ErrorCode, [number, string]>> = {
     SEL_BAD_REQUEST: [400, 'bad_request'], SEL_NOT_READY: [503, 'not_ready'], SEL_SHUTTING_DOWN: [503, 'not_ready'],
     SEL_WORKER_NOT_FOUND: [404, 'not_found'], SEL_RESERVATION_NOT_FOUND: [404, 'not_found'],

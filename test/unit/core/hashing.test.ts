@@ -15,7 +15,7 @@ async function refXxh3(bytes: Uint8Array, seed: bigint): Promise<bigint> {
   return BigInt('0x' + await xxhash3(bytes, Number(s & M32), Number(s >> 32n)));
 }
 
-/** Plain-TS reference of §1.2/§1.4/§1.5 built on hash-wasm. */
+/** Plain-TS reference of protocols.rs built on hash-wasm. */
 async function refBlocks(tokens: number[], bs: number, seed: bigint, eagle: boolean,
   mm: (bigint[] | null)[] | null): Promise<bigint[]> {
   const out: bigint[] = [];
@@ -40,7 +40,7 @@ function rng(seed: number): () => number {
 const u64 = (r: () => number): bigint => (BigInt(r()) << 32n) | BigInt(r());
 const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
 
-test('pinned vectors (algorithms §1.2, §1.3)', () => {
+test('pinned vectors (Dynamo `lib/kv-router/src/protocols.rs`)', () => {
   assert.equal(xxh3(new TextEncoder().encode('test data'), 1337n), 13226331709069118873n);
   assert.deepEqual(blockHashes(range(8), 4), [9143094415614847814n, 12124091508212882195n]);
   assert.deepEqual(sequenceHashes([9143094415614847814n, 12124091508212882195n]),
@@ -68,7 +68,7 @@ test('xxh3() restores P_SEED', () => {
   assert.equal(w.seed(), 42n);
 });
 
-test('EAGLE block counts (§1.5): windows of bs + 1 tokens, stride bs', async () => {
+test('EAGLE block counts (protocols.rs): windows of bs + 1 tokens, stride bs', async () => {
   for (const [n, want] of [[0, 0], [1, 0], [4, 0], [5, 1], [8, 1], [9, 2]] as const) {
     assert.equal(blockCount(n, 4, true), want);
     assert.equal(hashBlocksToScratch(range(n), 4, PUBLIC_SEED, { eagle: true }), want);
@@ -78,7 +78,7 @@ test('EAGLE block counts (§1.5): windows of bs + 1 tokens, stride bs', async ()
   assert.equal(hashBlocksToScratch(range(7), 4, PUBLIC_SEED), 1); // partial tail never hashed
 });
 
-test('MM block (§1.4): mm hashes [5, 3] are appended sorted as LE u64', async () => {
+test('MM block (protocols.rs): mm hashes [5, 3] are appended sorted as LE u64', async () => {
   const bytes = new Uint8Array(16 + 16);
   const dv = new DataView(bytes.buffer);
   for (let i = 0; i < 4; i++) dv.setUint32(i * 4, i, true);

@@ -1,4 +1,4 @@
-/** kv_hint on bookings (api §9, §11.2): sources, longest prefix, and where hints never appear. */
+/** kv_hint on bookings (Dynamo `lib/kv-router/src/services/selection/core/hint.rs`, `lib/kv-router/src/services/selection/core/tests.rs`): sources, longest prefix, and where hints never appear. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeCore, worker } from './core-helpers.js';

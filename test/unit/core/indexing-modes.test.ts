@@ -1,5 +1,5 @@
 /**
- * Indexing modes (api §4.3): bookings populate the approximate primary without KV events (TTL
+ * Indexing modes (Dynamo `lib/kv-router/src/services/selection/README.md`): bookings populate the approximate primary without KV events (TTL
  * retention); query-only selects and hash-only explicit reservations are never recorded; the
  * event-driven primary never records; a predicted side index is merged per worker by max.
  */

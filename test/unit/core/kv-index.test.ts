@@ -6,7 +6,7 @@ import { Tier } from '../../../src/core/index/index-types.js';
 const W = { overlapScoreCredit: 1, hostCacheHitWeight: 0.75, diskCacheHitWeight: 0.25 };
 const blocks = (exts: number[], locals: number[]) => exts.map((e, i) => ({ ext: BigInt(e), local: BigInt(locals[i]) }));
 
-test('cache credit: effective blocks, cached tokens and effective prefill tokens (algorithms §4)', () => {
+test('cache credit: effective blocks, cached tokens and effective prefill tokens (Dynamo `lib/kv-router/src/scheduling/overlap.rs`)', () => {
   const ix = new KvIndex(16);
   ix.stored(7n, 0, Tier.Device, null, blocks([1, 2], [1, 2]));
   ix.stored(7n, 0, Tier.Host, 2n, blocks([3, 4, 5], [3, 4, 5]));

@@ -1,5 +1,5 @@
 /**
- * Active-load accounting (algorithms §6): prompt blocks deduplicated by sequence hash per rank,
+ * Active-load accounting (Dynamo `lib/kv-router/src/sequences/`): prompt blocks deduplicated by sequence hash per rank,
  * prefill tokens until prefill completes, output blocks with decay weights, free, the prefix
  * overlap depth, rank removal, and the absolute-age expiry guard. Plus the u64 count table it
  * stands on, checked against a Map<bigint> model on random operations.

@@ -1,5 +1,5 @@
 /**
- * The pending-selection cache (api §5.2), in virtual time: our versions of Dynamo's `pending.rs`
+ * The pending-selection cache (Dynamo `lib/kv-router/src/services/selection/pending.rs`), in virtual time: our versions of Dynamo's `pending.rs`
  * tests plus key separation and the UTF-8 size formula.
  */
 import { test } from 'node:test';

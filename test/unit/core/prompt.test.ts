@@ -1,5 +1,5 @@
 /**
- * Prompt normalisation (api §2.7, algorithms §1): the index is always queried with public local
+ * Prompt normalisation (Dynamo `lib/kv-router/src/services/selection/core/run.rs`, Dynamo `lib/kv-router/src/protocols.rs`): the index is always queried with public local
  * hashes; tracking hashes are the public chain, the keyed chain, or random without KV reuse;
  * cache_salt, LoRA, multimodal info and eagle windows change what they should; routing tokens win.
  */
@@ -15,7 +15,7 @@ const tokens = Array.from({ length: 12 }, (_, i) => i);
 const pub = new PromptNormalizer({ mode: 'public-xxh3-v1', key: null, keyId: null }, seededRng(1));
 const keyed = new PromptNormalizer({ mode: 'keyed-xxh3-v1', key: new Uint8Array(32).fill(0x5a), keyId: '2026-01' }, seededRng(1));
 
-test('public mode: local hashes and the public chain; the §1.2 example vector', () => {
+test('public mode: local hashes and the public chain; the protocols.rs example vector', () => {
   const p = pub.normalize({ token_ids: [0, 1, 2, 3, 4, 5, 6, 7] }, scope, true);
   assert.deepEqual(Array.from(p.locals!), [9143094415614847814n, 12124091508212882195n]);
   assert.deepEqual(Array.from(p.seq), [9143094415614847814n, 9510318385840434533n]);
@@ -45,7 +45,7 @@ test('cache_salt and lora_name enter the seed; empty strings are absent', () => 
   assert.deepEqual(salted, blockHashes(tokens, 4, { seed: publicBlockSeed(null, 'tenant-a') }));
   assert.deepEqual(Array.from(pub.normalize({ token_ids: tokens, cache_salt: '', lora_name: '' }, scope, true).locals!), plain);
   assert.deepEqual(Array.from(pub.normalize({ token_ids: tokens, lora_name: 'adapter-a' }, scope, true).locals!).slice(0, 2),
-    [6665157333201000639n, 11721812545976571723n].map((x) => x), 'the §1.2 LoRA vector covers tokens 0..7');
+    [6665157333201000639n, 11721812545976571723n].map((x) => x), 'the protocols.rs LoRA vector covers tokens 0..7');
 });
 
 test('multimodal info changes only its blocks; routing tokens win over token_ids', () => {

@@ -1,5 +1,5 @@
 /**
- * Admission queue in virtual time (algorithms §7; api §2.7, §11.2): when requests wait, the
+ * Admission queue in virtual time (Dynamo `lib/kv-router/src/scheduling/queue.rs`; Dynamo `lib/kv-router/src/services/selection/core/run.rs`, `lib/kv-router/src/services/selection/core/tests.rs`): when requests wait, the
  * order they leave in, queue limits (429 with details), advisory bypass, shutdown and drained
  * workers, and the dequeue-time overlap refresh.
  */

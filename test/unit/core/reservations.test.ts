@@ -1,4 +1,4 @@
-/** The process-wide reservation index (api §5.1): claims, bookings, mirrors, sweep. */
+/** The process-wide reservation index (Dynamo `lib/kv-router/src/services/selection/core/reservations.rs`): claims, bookings, mirrors, sweep. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SelectionError } from '../../../src/core/errors.js';

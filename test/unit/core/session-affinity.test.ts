@@ -1,5 +1,5 @@
 /**
- * Session affinity through the SelectionCore (api §8, our versions of Dynamo's core tests):
+ * Session affinity through the SelectionCore (Dynamo `lib/kv-router/src/services/selection/affinity.rs`, our versions of Dynamo's core tests):
  * binding on bookings, read-only steering on /select, two-phase binding, hard and soft
  * dispatch, leases and the idle TTL, failover, a full table, replicated bindings, and the
  * session fields reaching custom policies.

@@ -41,7 +41,7 @@ const concat = (a: Uint8Array, b: Uint8Array): Uint8Array => {
   return out;
 };
 
-/** Block hashes of §1.2/1.4/1.5: complete blocks (eagle: bs+1 windows, stride bs), mm hashes appended. */
+/** Block hashes of protocols.rs: complete blocks (eagle: bs+1 windows, stride bs), mm hashes appended. */
 function blockHashes(tokens: number[], bs: number, seed: bigint, opts: { eagle?: boolean; mm?: (bigint[] | null)[] } = {}): bigint[] {
   const n = opts.eagle ? Math.floor((tokens.length - 1) / bs) : Math.floor(tokens.length / bs);
   const out: bigint[] = [];
@@ -63,7 +63,7 @@ const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
 
 // ---- tests --------------------------------------------------------------------------------------
 
-test('reference hasher reproduces the pinned public vector and the §1.2 examples', async () => {
+test('reference hasher reproduces the pinned public vector and the protocols.rs examples', async () => {
   await prepare(0n, 1n, PUBLIC_SEED);
   assert.equal(xxh3(new TextEncoder().encode('test data'), 1337n), 13226331709069118873n);
   const local = blockHashes(range(8), 4, PUBLIC_SEED);
@@ -88,7 +88,7 @@ test('public seed: 1337 + xxh3(lora,0) + xxh3(ns,1) wrapping, empty strings abse
   assert.equal(publicSeed('a', null, () => (1n << 64n) - 1n), 1336n, 'wraps mod 2^64');
 });
 
-test('keyed domain separator is the §1.7 string with its trailing NUL', () => {
+test('keyed domain separator is the tracking_hash.rs string with its trailing NUL', () => {
   assert.equal(KEYED_DOMAIN.length, 42);
   assert.equal(KEYED_DOMAIN[KEYED_DOMAIN.length - 1], 0);
   assert.equal(new TextDecoder().decode(KEYED_DOMAIN.subarray(0, -1)), 'dynamo.router.tracking-hash/keyed-xxh3-v1');

@@ -1,4 +1,4 @@
-/** Replica-sync wire format (api §6): named-field msgpack, enum variants, legacy rejection. */
+/** Replica-sync wire format (Dynamo `lib/kv-router/src/services/common/replica_sync.rs`): named-field msgpack, enum variants, legacy rejection. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Packr, Unpackr } from 'msgpackr';

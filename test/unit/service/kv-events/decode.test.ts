@@ -313,7 +313,7 @@ test('round trip: random valid batches in every layout', () => {
   }
 });
 
-test('mmHashesOfBlock (algorithms §1.4) with hash-wasm xxh3', async () => {
+test('mmHashesOfBlock (Dynamo `lib/kv-router/src/protocols.rs`) with hash-wasm xxh3', async () => {
   const hasher = await createXXHash3(0, 0);
   const xxh3 = (bytes: Uint8Array, seed: bigint): bigint => {
     assert.equal(seed, 0n);

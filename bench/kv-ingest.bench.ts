@@ -10,6 +10,9 @@
  *
  *   node build/dist/bench/kv-ingest.bench.js [trace.jsonl] [--workers=4] [--requests=3000]
  *     [--warmup=1000] [--batch-blocks=512] [--capacity=4096] [--client=1 (0: no selecting client)]
+ *     [--in-process=1 (0: skip the in-process rows, e.g. to profile the end-to-end path alone)]
+ *     [--yield-ms=N (the ingress's turn, the service's default when absent)]
+ *     [--marks=1 (print each end-to-end phase's start and end in µs of the monotonic clock, as --cpu-prof stamps samples)]
  *     [--wasm=a.wasm,b.wasm --repeat=3 (the in-process path with each build, alternating)]
  */
 import { Worker } from 'node:worker_threads';
@@ -126,11 +129,13 @@ export async function main(argv = process.argv.slice(2)): Promise<string> {
   const chains = readTrace(trace, requests);
   const wl = buildIngestWorkload(chains, { workers, capacity, batchBlocks, splitAt: warmup });
   console.error(`workload: ${wl.batches} batches, ${wl.events} events, ${wl.storedBlocks} stored + ${wl.removedBlocks} removed blocks, ${(wl.bytes / 2 ** 20).toFixed(0)} MiB`);
-  const ip = inProcess(wl);
+  const ip = arg(argv, 'in-process', 1) !== 0 ? inProcess(wl) : null;
   const wasmFiles = option(argv, 'wasm')?.split(',') ?? [];
   const ab = wasmFiles.length === 0 ? [] : abRows(wl, wasmFiles, Math.max(1, arg(argv, 'repeat', 3)));
 
-  const service = await new SelectionServiceBuilder(parseRouterConfig({})).build();
+  const yieldMs = option(argv, 'yield-ms');
+  const service = await new SelectionServiceBuilder(parseRouterConfig({}))
+    .kvEvents(yieldMs === undefined ? {} : { yieldBudgetMs: Number(yieldMs) }).build();
   const pub = new Worker(new URL('./kv-ingest-publisher.js', import.meta.url), {
     workerData: { data: wl.data, ends: wl.ends, split: wl.split }, transferList: wl.data.map((d) => d.buffer as ArrayBuffer),
   });
@@ -145,7 +150,10 @@ export async function main(argv = process.argv.slice(2)): Promise<string> {
   const targets = [wl.split.reduce((a, b) => a + b, 0), wl.batches];
 
   const e2e: (Rates & { latencies: { total: number[]; call: number[] }; sendMs: number; busy: number })[] = [];
+  // `--marks=1`: each phase's start and end on the monotonic clock in µs (a --cpu-prof profile's timestamps), on stderr
+  const mark = (what: string): void => { if (option(argv, 'marks') === '1') console.error(`mark ${what} ${process.hrtime.bigint() / 1000n}`); };
   for (const target of targets) {
+    mark('start');
     const before = total((c) => c.blocksStored + c.blocksRemoved);
     const elu0 = perf.eventLoopUtilization();
     let done = false, seconds = 0;
@@ -157,6 +165,7 @@ export async function main(argv = process.argv.slice(2)): Promise<string> {
       await new Promise((r) => setTimeout(r, 1));
       if (total((c) => c.batchesApplied) >= target) { seconds = (performance.now() - t0) / 1000; done = true; }
     }
+    mark('end');
     const busy = perf.eventLoopUtilization(elu0).utilization;
     e2e.push({ seconds, busy, blocks: total((c) => c.blocksStored + c.blocksRemoved) - before, latencies: await client, sendMs: (await sent as { ms: number }).ms });
   }
@@ -177,14 +186,15 @@ export async function main(argv = process.argv.slice(2)): Promise<string> {
     '',
     '| path | warm-up blocks/s | steady-state blocks/s |',
     '|---|---|---|',
-    row('decode only (KvBatchDecoder)', ip.decode),
-    row('decode + apply, in process, no sockets', ip.apply),
+    ...(ip === null ? [] : [row('decode only (KvBatchDecoder)', ip.decode), row('decode + apply, in process, no sockets', ip.apply)]),
     row(`end to end: ZMQ PUB -> service${withClient ? ', while a client selects' : ' (no selecting client)'}`, e2e),
     '',
-    `Where the in-process time goes (warm-up / steady state): index wasm calls ${ip.wasmS.map((w, i) => pctOf(w, ip.apply[i].seconds)).join(' / ')}, ` +
-      `decoding ${ip.decode.map((d, i) => pctOf(d.seconds, ip.apply[i].seconds)).join(' / ')}, the rest (JS apply step, GC) ` +
-      `${ip.apply.map((a, i) => pctOf(a.seconds - ip.wasmS[i] - ip.decode[i].seconds, a.seconds)).join(' / ')}.`,
-    '',
+    ...(ip === null ? [] : [
+      `Where the in-process time goes (warm-up / steady state): index wasm calls ${ip.wasmS.map((w, i) => pctOf(w, ip.apply[i].seconds)).join(' / ')}, ` +
+        `decoding ${ip.decode.map((d, i) => pctOf(d.seconds, ip.apply[i].seconds)).join(' / ')}, the rest (JS apply step, GC) ` +
+        `${ip.apply.map((a, i) => pctOf(a.seconds - ip.wasmS[i] - ip.decode[i].seconds, a.seconds)).join(' / ')}.`,
+      '',
+    ]),
     `Blocks = stored + removed. End-to-end seconds: ${e2e.map((r) => r.seconds.toFixed(2)).join(' / ')}, main thread busy ` +
       `${e2e.map((r) => (100 * r.busy).toFixed(0) + '%').join(' / ')} (event-loop utilization; the publisher thread finished sending after ` +
       `${e2e.map((r) => (r.sendMs / 1000).toFixed(2)).join(' / ')} s). Gaps, lost batches, stopped stores, missing parents, unknown removes, apply errors: ${problems}.`,

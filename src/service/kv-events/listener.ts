@@ -120,6 +120,7 @@ export class KvListener {
       await this.o.pacer.turn();
       if (this.closed) return;
       await this.onMessage(frames);
+      this.sub.release(frames); // decoding copied what the batch holds: the frames' memory is reused
     }
   }
 

@@ -26,6 +26,7 @@ import { KvBatchDecoder } from '../src/service/kv-events/decode.js';
 import { BatchApplier } from '../src/service/kv-events/apply.js';
 import { newCounters, type IngestCounters } from '../src/service/kv-events/stats.js';
 import { readFileSync } from 'node:fs';
+import os from 'node:os';
 import { option, readTrace } from './mooncake-ops.js';
 import { buildIngestWorkload, chainTokens, type IngestWorkload } from './kv-ingest-workload.js';
 
@@ -149,13 +150,13 @@ export async function main(argv = process.argv.slice(2)): Promise<string> {
   const total = (f: (c: IngestCounters) => number): number => (service.ingressStats() ?? []).reduce((s, w) => s + f(w.counters), 0);
   const targets = [wl.split.reduce((a, b) => a + b, 0), wl.batches];
 
-  const e2e: (Rates & { latencies: { total: number[]; call: number[] }; sendMs: number; busy: number })[] = [];
+  const e2e: (Rates & { latencies: { total: number[]; call: number[] }; sendMs: number; busy: number; cores: number })[] = [];
   // `--marks=1`: each phase's start and end on the monotonic clock in µs (a --cpu-prof profile's timestamps), on stderr
   const mark = (what: string): void => { if (option(argv, 'marks') === '1') console.error(`mark ${what} ${process.hrtime.bigint() / 1000n}`); };
   for (const target of targets) {
     mark('start');
     const before = total((c) => c.blocksStored + c.blocksRemoved);
-    const elu0 = perf.eventLoopUtilization();
+    const elu0 = perf.eventLoopUtilization(), cpu0 = process.cpuUsage();
     let done = false, seconds = 0;
     const t0 = performance.now();
     const sent = next();
@@ -166,8 +167,8 @@ export async function main(argv = process.argv.slice(2)): Promise<string> {
       if (total((c) => c.batchesApplied) >= target) { seconds = (performance.now() - t0) / 1000; done = true; }
     }
     mark('end');
-    const busy = perf.eventLoopUtilization(elu0).utilization;
-    e2e.push({ seconds, busy, blocks: total((c) => c.blocksStored + c.blocksRemoved) - before, latencies: await client, sendMs: (await sent as { ms: number }).ms });
+    const busy = perf.eventLoopUtilization(elu0).utilization, cpu = process.cpuUsage(cpu0);
+    e2e.push({ seconds, busy, cores: (cpu.user + cpu.system) / 1e6 / seconds, blocks: total((c) => c.blocksStored + c.blocksRemoved) - before, latencies: await client, sendMs: (await sent as { ms: number }).ms });
   }
   const idle = await selectLatencies(select, () => false, 2000);
   const problems = total((c) => c.gaps + c.batchesLost + c.storesStopped + c.parentNotFound + c.unknownRemoved + c.applyErrors);
@@ -196,7 +197,8 @@ export async function main(argv = process.argv.slice(2)): Promise<string> {
       '',
     ]),
     `Blocks = stored + removed. End-to-end seconds: ${e2e.map((r) => r.seconds.toFixed(2)).join(' / ')}, main thread busy ` +
-      `${e2e.map((r) => (100 * r.busy).toFixed(0) + '%').join(' / ')} (event-loop utilization; the publisher thread finished sending after ` +
+      `${e2e.map((r) => (100 * r.busy).toFixed(0) + '%').join(' / ')} (event-loop utilization), process CPU ${e2e.map((r) => r.cores.toFixed(2)).join(' / ')} ` +
+      `cores (all threads: the publisher's and libzmq's too; load average ${os.loadavg()[0].toFixed(1)}); the publisher thread finished sending after ` +
       `${e2e.map((r) => (r.sendMs / 1000).toFixed(2)).join(' / ')} s). Gaps, lost batches, stopped stores, missing parents, unknown removes, apply errors: ${problems}.`,
     '',
     '| selection (in-process `service.select`, prompts of 1-7k tokens) | n | p50 ms | p99 ms | max ms | call alone p50 ms | call alone p99 ms |',

@@ -11,6 +11,7 @@
  *   node build/dist/bench/kv-ingest.bench.js [trace.jsonl] [--workers=4] [--requests=3000]
  *     [--warmup=1000] [--batch-blocks=512] [--capacity=4096] [--client=1 (0: no selecting client)]
  *     [--in-process=1 (0: skip the in-process rows, e.g. to profile the end-to-end path alone)]
+ *     [--client-rate=N (selections per second arriving on a schedule, latency from the due time; 0: back to back)]
  *     [--yield-ms=N (the ingress's turn, the service's default when absent)]
  *     [--marks=1 (print each end-to-end phase's start and end in µs of the monotonic clock, as --cpu-prof stamps samples)]
  *     [--wasm=a.wasm,b.wasm --repeat=3 (the in-process path with each build, alternating)]
@@ -102,11 +103,20 @@ function inProcess(wl: IngestWorkload, module?: WebAssembly.Module): { decode: R
  * Selections, each timed from asking for a turn of the event loop (like a request arriving) to
  * its response (`total`), and the select call alone (`call`).
  */
-async function selectLatencies(select: () => Promise<unknown>, stop: () => boolean, max = Infinity): Promise<{ total: number[]; call: number[] }> {
+async function selectLatencies(select: () => Promise<unknown>, stop: () => boolean, max = Infinity, rate = 0): Promise<{ total: number[]; call: number[] }> {
   const total: number[] = [], call: number[] = [];
+  let due = performance.now();
   while (!stop() && total.length < max) {
-    const t = performance.now();
-    await new Promise<void>((r) => setImmediate(r));
+    let t = performance.now();
+    if (rate > 0) {
+      // open loop: request i arrives at due time i whether or not the last one was answered, and
+      // its latency counts from then; the client looks for due requests once per event-loop turn
+      // and serves every overdue one back to back (as requests queued in a socket are)
+      due += 1000 / rate;
+      while (performance.now() < due && !stop()) await new Promise<void>((r) => setImmediate(r));
+      if (stop()) break;
+      t = due;
+    } else await new Promise<void>((r) => setImmediate(r));
     const c = performance.now();
     await select();
     const end = performance.now();
@@ -126,7 +136,7 @@ export async function main(argv = process.argv.slice(2)): Promise<string> {
   const trace = argv.find((a) => !a.startsWith('--') && a.endsWith('.jsonl')) ?? 'test/fixtures/mooncake/conversation_trace.jsonl';
   const workers = arg(argv, 'workers', 4), requests = arg(argv, 'requests', 3000), warmup = arg(argv, 'warmup', 1000);
   const batchBlocks = arg(argv, 'batch-blocks', 512), capacity = arg(argv, 'capacity', 4096);
-  const withClient = arg(argv, 'client', 1) !== 0;
+  const withClient = arg(argv, 'client', 1) !== 0, clientRate = arg(argv, 'client-rate', 0);
   const chains = readTrace(trace, requests);
   const wl = buildIngestWorkload(chains, { workers, capacity, batchBlocks, splitAt: warmup });
   console.error(`workload: ${wl.batches} batches, ${wl.events} events, ${wl.storedBlocks} stored + ${wl.removedBlocks} removed blocks, ${(wl.bytes / 2 ** 20).toFixed(0)} MiB`);
@@ -161,7 +171,7 @@ export async function main(argv = process.argv.slice(2)): Promise<string> {
     const t0 = performance.now();
     const sent = next();
     pub.postMessage('go');
-    const client = withClient ? selectLatencies(select, () => done) : Promise.resolve({ total: [], call: [] });
+    const client = withClient ? selectLatencies(select, () => done, Infinity, clientRate) : Promise.resolve({ total: [], call: [] });
     while (!done) {
       await new Promise((r) => setTimeout(r, 1));
       if (total((c) => c.batchesApplied) >= target) { seconds = (performance.now() - t0) / 1000; done = true; }
@@ -188,7 +198,7 @@ export async function main(argv = process.argv.slice(2)): Promise<string> {
     '| path | warm-up blocks/s | steady-state blocks/s |',
     '|---|---|---|',
     ...(ip === null ? [] : [row('decode only (KvBatchDecoder)', ip.decode), row('decode + apply, in process, no sockets', ip.apply)]),
-    row(`end to end: ZMQ PUB -> service${withClient ? ', while a client selects' : ' (no selecting client)'}`, e2e),
+    row(`end to end: ZMQ PUB -> service${withClient ? `, while a client selects${clientRate > 0 ? ` (${clientRate}/s)` : ''}` : ' (no selecting client)'}`, e2e),
     '',
     ...(ip === null ? [] : [
       `Where the in-process time goes (warm-up / steady state): index wasm calls ${ip.wasmS.map((w, i) => pctOf(w, ip.apply[i].seconds)).join(' / ')}, ` +

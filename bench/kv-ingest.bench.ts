@@ -12,6 +12,7 @@
  *     [--warmup=1000] [--batch-blocks=512] [--capacity=4096] [--client=1 (0: no selecting client)]
  *     [--in-process=1 (0: skip the in-process rows, e.g. to profile the end-to-end path alone)]
  *     [--client-rate=N (selections per second arriving on a schedule, latency from the due time; 0: back to back)]
+ *     [--spin-thread=1 (one more thread of this process busy through the end-to-end phases)]
  *     [--yield-ms=N (the ingress's turn, the service's default when absent)]
  *     [--marks=1 (print each end-to-end phase's start and end in µs of the monotonic clock, as --cpu-prof stamps samples)]
  *     [--wasm=a.wasm,b.wasm --repeat=3 (the in-process path with each build, alternating)]
@@ -170,6 +171,12 @@ export async function main(argv = process.argv.slice(2)): Promise<string> {
   const select = () => service.select({ model_name: 'm', token_ids: prompts[q++ % prompts.length] });
   const total = (f: (c: IngestCounters) => number): number => (service.ingressStats() ?? []).reduce((s, w) => s + f(w.counters), 0);
   const targets = [wl.split.reduce((a, b) => a + b, 0), wl.batches];
+  // `--spin-thread=1`: one more thread of this process kept busy through the phases: the share of
+  // the machine a second event-path thread (decoding off the main thread) would compete for
+  const spinner = arg(argv, 'spin-thread', 0) !== 0
+    ? new Worker('const { parentPort } = require("node:worker_threads"); let stop = false, x = 0; parentPort.once("message", () => { stop = true; });'
+      + ' (function spin() { const end = Date.now() + 50; while (Date.now() < end) x++; if (!stop) setImmediate(spin); else parentPort.close(); })();', { eval: true })
+    : null;
 
   const e2e: (Rates & { latencies: { total: number[]; call: number[] }; sendMs: number; busy: number; cores: number })[] = [];
   // `--marks=1`: each phase's start and end on the monotonic clock in µs (a --cpu-prof profile's timestamps), on stderr
@@ -191,6 +198,7 @@ export async function main(argv = process.argv.slice(2)): Promise<string> {
     const busy = perf.eventLoopUtilization(elu0).utilization, cpu = process.cpuUsage(cpu0);
     e2e.push({ seconds, busy, cores: (cpu.user + cpu.system) / 1e6 / seconds, blocks: total((c) => c.blocksStored + c.blocksRemoved) - before, latencies: await client, sendMs: (await sent as { ms: number }).ms });
   }
+  if (spinner) { const gone = new Promise((r) => spinner.once('exit', r)); spinner.postMessage('stop'); await gone; }
   const idle = await selectLatencies(select, () => false, 2000);
   const problems = total((c) => c.gaps + c.batchesLost + c.storesStopped + c.parentNotFound + c.unknownRemoved + c.applyErrors);
   const exited = new Promise((resolve) => pub.once('exit', resolve));

@@ -10,6 +10,11 @@
  *
  *   node build/dist/bench/kv-ingest.bench.js [trace.jsonl] [--workers=4] [--requests=3000]
  *     [--warmup=1000] [--batch-blocks=512] [--capacity=4096] [--client=1 (0: no selecting client)]
+ *     [--in-process=1 (0: skip the in-process rows, e.g. to profile the end-to-end path alone)]
+ *     [--client-rate=N (selections per second arriving on a schedule, latency from the due time; 0: back to back)]
+ *     [--spin-thread=1 (one more thread of this process busy through the end-to-end phases)]
+ *     [--yield-ms=N (the ingress's turn, the service's default when absent)]
+ *     [--marks=1 (print each end-to-end phase's start and end in µs of the monotonic clock, as --cpu-prof stamps samples)]
  *     [--wasm=a.wasm,b.wasm --repeat=3 (the in-process path with each build, alternating)]
  */
 import { Worker } from 'node:worker_threads';
@@ -23,6 +28,9 @@ import { KvBatchDecoder } from '../src/service/kv-events/decode.js';
 import { BatchApplier } from '../src/service/kv-events/apply.js';
 import { newCounters, type IngestCounters } from '../src/service/kv-events/stats.js';
 import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { option, readTrace } from './mooncake-ops.js';
 import { buildIngestWorkload, chainTokens, type IngestWorkload } from './kv-ingest-workload.js';
 
@@ -52,6 +60,12 @@ function abRows(wl: IngestWorkload, files: string[], repeat: number): string[] {
     };
     return `| ${f} | ${phase(0)} | ${phase(1)} |`;
   });
+}
+
+/** A full garbage collection (V8's `gc`, exposed here at run time). */
+function collectGarbage(): void {
+  v8.setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
 }
 
 /** Batch i of worker w. */
@@ -98,11 +112,20 @@ function inProcess(wl: IngestWorkload, module?: WebAssembly.Module): { decode: R
  * Selections, each timed from asking for a turn of the event loop (like a request arriving) to
  * its response (`total`), and the select call alone (`call`).
  */
-async function selectLatencies(select: () => Promise<unknown>, stop: () => boolean, max = Infinity): Promise<{ total: number[]; call: number[] }> {
+async function selectLatencies(select: () => Promise<unknown>, stop: () => boolean, max = Infinity, rate = 0): Promise<{ total: number[]; call: number[] }> {
   const total: number[] = [], call: number[] = [];
+  let due = performance.now();
   while (!stop() && total.length < max) {
-    const t = performance.now();
-    await new Promise<void>((r) => setImmediate(r));
+    let t = performance.now();
+    if (rate > 0) {
+      // open loop: request i arrives at due time i whether or not the last one was answered, and
+      // its latency counts from then; the client looks for due requests once per event-loop turn
+      // and serves every overdue one back to back (as requests queued in a socket are)
+      due += 1000 / rate;
+      while (performance.now() < due && !stop()) await new Promise<void>((r) => setImmediate(r));
+      if (stop()) break;
+      t = due;
+    } else await new Promise<void>((r) => setImmediate(r));
     const c = performance.now();
     await select();
     const end = performance.now();
@@ -122,15 +145,20 @@ export async function main(argv = process.argv.slice(2)): Promise<string> {
   const trace = argv.find((a) => !a.startsWith('--') && a.endsWith('.jsonl')) ?? 'test/fixtures/mooncake/conversation_trace.jsonl';
   const workers = arg(argv, 'workers', 4), requests = arg(argv, 'requests', 3000), warmup = arg(argv, 'warmup', 1000);
   const batchBlocks = arg(argv, 'batch-blocks', 512), capacity = arg(argv, 'capacity', 4096);
-  const withClient = arg(argv, 'client', 1) !== 0;
+  const withClient = arg(argv, 'client', 1) !== 0, clientRate = arg(argv, 'client-rate', 0);
   const chains = readTrace(trace, requests);
   const wl = buildIngestWorkload(chains, { workers, capacity, batchBlocks, splitAt: warmup });
   console.error(`workload: ${wl.batches} batches, ${wl.events} events, ${wl.storedBlocks} stored + ${wl.removedBlocks} removed blocks, ${(wl.bytes / 2 ** 20).toFixed(0)} MiB`);
-  const ip = inProcess(wl);
+  const ip = arg(argv, 'in-process', 1) !== 0 ? inProcess(wl) : null;
   const wasmFiles = option(argv, 'wasm')?.split(',') ?? [];
   const ab = wasmFiles.length === 0 ? [] : abRows(wl, wasmFiles, Math.max(1, arg(argv, 'repeat', 3)));
 
-  const service = await new SelectionServiceBuilder(parseRouterConfig({})).build();
+  // The garbage of building the workload (hundreds of MB of msgpack made in this heap) is collected
+  // now, not by a full GC in the middle of the measured phases (it cost 35-60 ms pauses there).
+  collectGarbage();
+  const yieldMs = option(argv, 'yield-ms');
+  const service = await new SelectionServiceBuilder(parseRouterConfig({}))
+    .kvEvents(yieldMs === undefined ? {} : { yieldBudgetMs: Number(yieldMs) }).build();
   const pub = new Worker(new URL('./kv-ingest-publisher.js', import.meta.url), {
     workerData: { data: wl.data, ends: wl.ends, split: wl.split }, transferList: wl.data.map((d) => d.buffer as ArrayBuffer),
   });
@@ -143,23 +171,34 @@ export async function main(argv = process.argv.slice(2)): Promise<string> {
   const select = () => service.select({ model_name: 'm', token_ids: prompts[q++ % prompts.length] });
   const total = (f: (c: IngestCounters) => number): number => (service.ingressStats() ?? []).reduce((s, w) => s + f(w.counters), 0);
   const targets = [wl.split.reduce((a, b) => a + b, 0), wl.batches];
+  // `--spin-thread=1`: one more thread of this process kept busy through the phases: the share of
+  // the machine a second event-path thread (decoding off the main thread) would compete for
+  const spinner = arg(argv, 'spin-thread', 0) !== 0
+    ? new Worker('const { parentPort } = require("node:worker_threads"); let stop = false, x = 0; parentPort.once("message", () => { stop = true; });'
+      + ' (function spin() { const end = Date.now() + 50; while (Date.now() < end) x++; if (!stop) setImmediate(spin); else parentPort.close(); })();', { eval: true })
+    : null;
 
-  const e2e: (Rates & { latencies: { total: number[]; call: number[] }; sendMs: number; busy: number })[] = [];
+  const e2e: (Rates & { latencies: { total: number[]; call: number[] }; sendMs: number; busy: number; cores: number })[] = [];
+  // `--marks=1`: each phase's start and end on the monotonic clock in µs (a --cpu-prof profile's timestamps), on stderr
+  const mark = (what: string): void => { if (option(argv, 'marks') === '1') console.error(`mark ${what} ${process.hrtime.bigint() / 1000n}`); };
   for (const target of targets) {
+    mark('start');
     const before = total((c) => c.blocksStored + c.blocksRemoved);
-    const elu0 = perf.eventLoopUtilization();
+    const elu0 = perf.eventLoopUtilization(), cpu0 = process.cpuUsage();
     let done = false, seconds = 0;
     const t0 = performance.now();
     const sent = next();
     pub.postMessage('go');
-    const client = withClient ? selectLatencies(select, () => done) : Promise.resolve({ total: [], call: [] });
+    const client = withClient ? selectLatencies(select, () => done, Infinity, clientRate) : Promise.resolve({ total: [], call: [] });
     while (!done) {
       await new Promise((r) => setTimeout(r, 1));
       if (total((c) => c.batchesApplied) >= target) { seconds = (performance.now() - t0) / 1000; done = true; }
     }
-    const busy = perf.eventLoopUtilization(elu0).utilization;
-    e2e.push({ seconds, busy, blocks: total((c) => c.blocksStored + c.blocksRemoved) - before, latencies: await client, sendMs: (await sent as { ms: number }).ms });
+    mark('end');
+    const busy = perf.eventLoopUtilization(elu0).utilization, cpu = process.cpuUsage(cpu0);
+    e2e.push({ seconds, busy, cores: (cpu.user + cpu.system) / 1e6 / seconds, blocks: total((c) => c.blocksStored + c.blocksRemoved) - before, latencies: await client, sendMs: (await sent as { ms: number }).ms });
   }
+  if (spinner) { const gone = new Promise((r) => spinner.once('exit', r)); spinner.postMessage('stop'); await gone; }
   const idle = await selectLatencies(select, () => false, 2000);
   const problems = total((c) => c.gaps + c.batchesLost + c.storesStopped + c.parentNotFound + c.unknownRemoved + c.applyErrors);
   const exited = new Promise((resolve) => pub.once('exit', resolve));
@@ -177,16 +216,18 @@ export async function main(argv = process.argv.slice(2)): Promise<string> {
     '',
     '| path | warm-up blocks/s | steady-state blocks/s |',
     '|---|---|---|',
-    row('decode only (KvBatchDecoder)', ip.decode),
-    row('decode + apply, in process, no sockets', ip.apply),
-    row(`end to end: ZMQ PUB -> service${withClient ? ', while a client selects' : ' (no selecting client)'}`, e2e),
+    ...(ip === null ? [] : [row('decode only (KvBatchDecoder)', ip.decode), row('decode + apply, in process, no sockets', ip.apply)]),
+    row(`end to end: ZMQ PUB -> service${withClient ? `, while a client selects${clientRate > 0 ? ` (${clientRate}/s)` : ''}` : ' (no selecting client)'}`, e2e),
     '',
-    `Where the in-process time goes (warm-up / steady state): index wasm calls ${ip.wasmS.map((w, i) => pctOf(w, ip.apply[i].seconds)).join(' / ')}, ` +
-      `decoding ${ip.decode.map((d, i) => pctOf(d.seconds, ip.apply[i].seconds)).join(' / ')}, the rest (JS apply step, GC) ` +
-      `${ip.apply.map((a, i) => pctOf(a.seconds - ip.wasmS[i] - ip.decode[i].seconds, a.seconds)).join(' / ')}.`,
-    '',
+    ...(ip === null ? [] : [
+      `Where the in-process time goes (warm-up / steady state): index wasm calls ${ip.wasmS.map((w, i) => pctOf(w, ip.apply[i].seconds)).join(' / ')}, ` +
+        `decoding ${ip.decode.map((d, i) => pctOf(d.seconds, ip.apply[i].seconds)).join(' / ')}, the rest (JS apply step, GC) ` +
+        `${ip.apply.map((a, i) => pctOf(a.seconds - ip.wasmS[i] - ip.decode[i].seconds, a.seconds)).join(' / ')}.`,
+      '',
+    ]),
     `Blocks = stored + removed. End-to-end seconds: ${e2e.map((r) => r.seconds.toFixed(2)).join(' / ')}, main thread busy ` +
-      `${e2e.map((r) => (100 * r.busy).toFixed(0) + '%').join(' / ')} (event-loop utilization; the publisher thread finished sending after ` +
+      `${e2e.map((r) => (100 * r.busy).toFixed(0) + '%').join(' / ')} (event-loop utilization), process CPU ${e2e.map((r) => r.cores.toFixed(2)).join(' / ')} ` +
+      `cores (all threads: the publisher's and libzmq's too; load average ${os.loadavg()[0].toFixed(1)}); the publisher thread finished sending after ` +
       `${e2e.map((r) => (r.sendMs / 1000).toFixed(2)).join(' / ')} s). Gaps, lost batches, stopped stores, missing parents, unknown removes, apply errors: ${problems}.`,
     '',
     '| selection (in-process `service.select`, prompts of 1-7k tokens) | n | p50 ms | p99 ms | max ms | call alone p50 ms | call alone p99 ms |',

@@ -10,7 +10,7 @@
  * The environment reference (`--help-env`, the README's table) is generated here too, from this
  * table and the router configuration's variable table.
  */
-import { DEFAULT_MAX_MESSAGE_BYTES } from './service/kv-events/ingress.js';
+import { DEFAULT_KV_TURN_MS, DEFAULT_MAX_MESSAGE_BYTES, MAX_KV_TURN_MS, MIN_KV_TURN_MS } from './service/kv-events/ingress.js';
 import { LIMITS, defaultRouterConfig, type RouterConfig } from './core/config/config.js';
 import { routerEnvDocs, routerEnvNames, unknownEnvVars } from './core/config/config-env.js';
 import { validateZmqEndpoint } from './service/zmq-endpoint.js';
@@ -43,6 +43,8 @@ export interface CliOptions {
   readonly routingPolicy: string | null;
   /** KV-event messages above this size are dropped and counted. */
   readonly kvEventsMaxMessageBytes: number;
+  /** Busy time KV-event ingestion may hold the event loop before selections get a turn, ms (null: the service's default). */
+  readonly kvEventsTurnMs: number | null;
   /** `--max-*` capacity limits given (absent = the core's defaults). */
   readonly limits: { readonly maxPromptBlocks?: number; readonly maxBookings?: number; readonly maxPartitions?: number };
   readonly requestTimeoutMs: number;
@@ -91,6 +93,8 @@ export const FLAGS: readonly Flag[] = [
   { name: '--kv-feed-silence-secs', value: 'SECS', default: '30', help: 'KV-feed health window: warn about a rank not connected, disconnected or silent this long' },
   { name: '--routing-policy', value: 'NAME', default: 'env', help: 'kv (Dynamo\'s cost, the default) or ttft[:name=value...]; overrides SELECT_SERVICE_ROUTING_POLICY' },
   { name: '--kv-events-max-message-bytes', value: 'N', default: '67108864', help: 'KV-event messages above this size are dropped (and counted)' },
+  { name: '--kv-events-turn-ms', value: 'MILLIS', default: String(DEFAULT_KV_TURN_MS),
+    help: `busy time KV-event ingestion may hold the event loop before selections get a turn (${MIN_KV_TURN_MS}-${MAX_KV_TURN_MS}; shorter: lower selection latency, less ingestion throughput)` },
   { name: '--max-prompt-blocks', value: 'N', default: `${LIMITS.defaultMaxPromptBlocks} (${LIMITS.defaultMaxPromptBlocksRecorded} when bookings are indexed)`,
     help: 'blocks one prompt may have (422 above)' },
   { name: '--max-bookings', value: 'N', default: String(LIMITS.defaultMaxBookings), help: 'live bookings across partitions (429 at the cap)' },
@@ -129,7 +133,7 @@ export interface EnvReferenceRow { name: string; type: string; default: string; 
 
 /** Value placeholders of the flags -> the type of their variable. */
 const VALUE_TYPES: Readonly<Record<string, string>> = {
-  N: 'integer', PORT: 'integer', SECS: 'number', MS: 'integer (ms)', ADDR: 'string', PATH: 'path', URLS: 'comma-separated URLs',
+  N: 'integer', PORT: 'integer', SECS: 'number', MS: 'integer (ms)', MILLIS: 'number (ms)', ADDR: 'string', PATH: 'path', URLS: 'comma-separated URLs',
   LIST: 'comma-separated list',
   ENDPOINTS: 'comma-separated ZMQ endpoints', MODE: 'hard|soft', LEVEL: LOG_LEVELS.join('|'),
 };
@@ -286,6 +290,7 @@ export function parseCliArgs(argv: readonly string[], env: Readonly<Record<strin
     kvFeedSilenceSecs: silence,
     routingPolicy: str('--routing-policy'),
     kvEventsMaxMessageBytes: num('--kv-events-max-message-bytes', true, 1) ?? DEFAULT_MAX_MESSAGE_BYTES,
+    kvEventsTurnMs: num('--kv-events-turn-ms', false, MIN_KV_TURN_MS, MAX_KV_TURN_MS),
     limits: Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)),
     requestTimeoutMs: num('--request-timeout-ms', true, 0, 2 ** 31 - 1) ?? LIMITS.requestTimeoutMs,
     connectionTimeoutMs: num('--connection-timeout-ms', true, 0, 2 ** 31 - 1) ?? LIMITS.connectionTimeoutMs,

@@ -35,7 +35,8 @@ export async function runServer(opts: CliOptions, config: RouterConfig, env: Rea
   const fds = openFileLimit();
   const maxRanks = rankCapacity(fds);
   const builder = new SelectionServiceBuilder(config).logger(log).selectionCache(opts.selectionCache).indexerPeers(opts.indexerPeers)
-    .kvEvents({ maxMessageBytes: opts.kvEventsMaxMessageBytes, maxRanks }).limits(opts.limits).allowedEndpoints(opts.allowedEndpoints);
+    .kvEvents({ maxMessageBytes: opts.kvEventsMaxMessageBytes, maxRanks, yieldBudgetMs: opts.kvEventsTurnMs ?? undefined })
+    .limits(opts.limits).allowedEndpoints(opts.allowedEndpoints);
   if (auth) builder.peerToken(() => auth.outbound);
   if (opts.replicaSyncPort !== null) builder.replicaSync(opts.replicaSyncPort, opts.replicaSyncPeers);
   if (opts.sessionAffinity) builder.sessionAffinity(opts.sessionAffinity);

@@ -66,8 +66,11 @@ export interface ServiceOptions {
   peerToken: (() => string) | null;
 }
 
-/** Limits of the KV-event ingress: message size, and ranks (one connection each; null: no cap). */
-export interface KvEventLimits { maxMessageBytes?: number; maxRanks?: number | null }
+/**
+ * Limits of the KV-event ingress: message size, ranks (one connection each; null: no cap), and
+ * the busy time ingestion may hold the event loop before selections get a turn.
+ */
+export interface KvEventLimits { maxMessageBytes?: number; maxRanks?: number | null; yieldBudgetMs?: number }
 
 /** Builds a {@link SelectionService}. */
 export class SelectionServiceBuilder {

@@ -41,11 +41,21 @@ export class BatchApplier {
 
   /** Apply every event of `batch` (synchronous: the scratch regions are used without a gap). */
   apply(batch: DecodedBatch, listenerRank: number): void {
+    this.applyFrom(batch, listenerRank, 0, null);
+  }
+
+  /**
+   * Apply the events of `batch` from event `from` on, in order, until `stop()` says the time is up
+   * (asked after each index call); returns where to go on from (call again with it), or -1 once
+   * the batch is done (then counted as applied). Each index call is synchronous, so slices only
+   * ever split a batch between events; the caller keeps `batch` valid until it is done.
+   */
+  applyFrom(batch: DecodedBatch, listenerRank: number, from: number, stop: (() => boolean) | null): number {
     const rank = batch.dpRank ?? listenerRank;
     const c = this.counters;
-    c.droppedEvents.malformed += batch.dropped;
+    if (from === 0) c.droppedEvents.malformed += batch.dropped;
     const events = batch.events;
-    for (let i = 0; i < events.length; i++) {
+    for (let i = from; i < events.length; i++) {
       const e = events[i];
       if (e.kind === 'stored') this.stored(e, batch, rank);
       else if (e.kind === 'removed') i = this.removed(events, i, batch, rank);
@@ -55,9 +65,11 @@ export class BatchApplier {
         c.clears++;
         c.eventsApplied++;
       }
+      if (stop !== null && i + 1 < events.length && stop()) return i + 1;
     }
     c.batchesApplied++;
     this.lastBatchAt = this.clock.now();
+    return -1;
   }
 
   /** The rank's slot; interned when `create`, else -1 when the rank holds nothing. */

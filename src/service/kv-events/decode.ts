@@ -48,7 +48,10 @@ export interface DecodedRemoved { kind: 'removed'; tier: Tier; hashStart: number
 export interface DecodedCleared { kind: 'cleared' }
 export type DecodedEvent = DecodedStored | DecodedRemoved | DecodedCleared;
 
-/** One decoded batch. `hashes`/`tokens` are the decoder's own buffers: valid until the next decode(). */
+/**
+ * One decoded batch. `hashes`/`tokens`/`events` are the decoder's own buffers, and its
+ * BlockRemoved events the decoder's own objects: valid until the next decode().
+ */
 export interface DecodedBatch {
   ts: number;
   /** `data_parallel_rank` / SGLang `attn_dp_rank`; null when absent or nil. */
@@ -90,6 +93,9 @@ const MEDIUM_TIER: ReadonlyMap<string, Tier> = new Map<string, Tier>([
 export function isMainAttentionKind(kind: string | null): boolean {
   return kind === 'full_attention' || kind === 'mla_attention' || kind === 'sink_full_attention';
 }
+
+const MEDIUM_KEYS = keyTable([...MEDIUM_TIER]);
+const LOCAL = enc.encode('LOCAL');
 
 const HEX64 = /^[0-9a-fA-F]{64}$/;
 
@@ -135,8 +141,8 @@ function saltFromExtraKeys(extraKeys: (unknown[] | null)[] | null, loraName: str
 
 /**
  * Decodes KV event batches. Holds the reusable hash/token buffers: each decode() overwrites them,
- * so a returned batch (its `hashes`, `tokens` and the ranges in its events) is valid only until the
- * next decode() call on the same decoder. Not reentrant; use one decoder per listener.
+ * so a returned batch (its `hashes`, `tokens`, `events` and BlockRemoved objects) is valid only
+ * until the next decode() call on the same decoder. Not reentrant; use one decoder per listener.
  */
 export class KvBatchDecoder implements HashSink {
   /** Hash words of the last batch (grows by doubling; replaced, not resized, so re-read after decode()). */
@@ -147,6 +153,16 @@ export class KvBatchDecoder implements HashSink {
   private readonly r = new MsgpackCursor();
   private readonly tmp = new Uint32Array(2); // parent hash scratch (lo, hi)
   private eagle = false;
+  /**
+   * BlockRemoved events are reused from one decode() to the next (like the hash and token
+   * buffers): vLLM sends one per evicted block, and a fresh object for each was most of the
+   * event path's young-generation garbage (its scavenges landed in selection latency;
+   * bench/RESULTS.md, second pass). At most {@link REMOVED_POOL_MAX} are kept.
+   */
+  private readonly removedPool: DecodedRemoved[] = [];
+  /** The events of the last batch. */
+  private readonly eventList: DecodedEvent[] = [];
+  private removedUsed = 0;
 
   /** Decodes one payload; throws {@link KvDecodeError} when the batch itself is undecodable. */
   decode(payload: Uint8Array): DecodedBatch {
@@ -154,6 +170,7 @@ export class KvBatchDecoder implements HashSink {
     r.reset(payload);
     this.hashCount = 0;
     this.tokenCount = 0;
+    this.removedUsed = 0;
     try {
       let ts = NaN, dpRank: number | null = null, attnRank: number | null = null;
       let events: DecodedEvent[] | null = null;
@@ -206,15 +223,22 @@ export class KvBatchDecoder implements HashSink {
     const r = this.r;
     const n = r.arrayHeader();
     if (n < 0) throw new KvDecodeError('bad_batch', 'events is not an array');
-    const out: DecodedEvent[] = [];
+    // One array per decoder, reused like the hash and token buffers (growing a fresh array per
+    // batch was a sixth of the event path's allocations); trimmed to the batch's events below.
+    const out = this.eventList;
+    let k = 0;
     for (let i = 0; i < n; i++) {
       const start = r.pos, h0 = this.hashCount, t0 = this.tokenCount;
       try {
         let m = r.arrayHeader();
-        if (m >= 0) { out.push(this.positional(m)); continue; }
-        m = r.mapHeader();
-        if (m < 0) throw DROP_EVENT;
-        out.push(this.mapEvent(m));
+        let e: DecodedEvent;
+        if (m >= 0) e = this.positional(m);
+        else {
+          m = r.mapHeader();
+          if (m < 0) throw DROP_EVENT;
+          e = this.mapEvent(m);
+        }
+        out[k++] = e; // only once decoded: a dropped event leaves no slot
       } catch (e) {
         if (e !== DROP_EVENT) throw e;
         // Rewind and skip the event structurally (throws if the bytes themselves are broken).
@@ -223,6 +247,7 @@ export class KvBatchDecoder implements HashSink {
         acc.dropped++;
       }
     }
+    out.length = k;
     return out;
   }
 
@@ -238,16 +263,16 @@ export class KvBatchDecoder implements HashSink {
   private medium(): Tier {
     const r = this.r;
     if (r.nil()) return Tier.Device;
-    const s = r.str();
-    const t = s === undefined ? undefined : MEDIUM_TIER.get(s);
-    if (t === undefined) throw DROP_EVENT; // unknown medium fails closed (vLLM 0.26 FS/OBJ, typos, non-str)
-    return t;
+    // matched on the bytes: a string per event was a third of the event path's allocations
+    const t = r.key(MEDIUM_KEYS);
+    if (t < 0) throw DROP_EVENT; // unknown medium fails closed (vLLM 0.26 FS/OBJ, typos, non-str)
+    return t as Tier;
   }
 
   /** `locality`: nil/LOCAL kept; REMOTE, anything else or a non-string drops the event (§3.1). */
   private locality(): void {
     const r = this.r;
-    if (!r.nil() && r.str() !== 'LOCAL') throw DROP_EVENT;
+    if (!r.nil() && !r.strEquals(LOCAL)) throw DROP_EVENT;
   }
 
   /** block_hashes array -> appended to `words`; returns the first entry index (count = hashCount - start). */
@@ -327,6 +352,21 @@ export class KvBatchDecoder implements HashSink {
       loraName, cacheSalt, extraKeys, eagle, groupIdx, kvCacheSpecKind: kind };
   }
 
+  /** A BlockRemoved of hashes [hashStart, hashCount): a pooled object while the pool lasts. */
+  private removed(tier: Tier, hashStart: number, groupIdx: number | null): DecodedRemoved {
+    const count = this.hashCount - hashStart;
+    if (this.removedUsed >= REMOVED_POOL_MAX) return { kind: 'removed', tier, hashStart, count, groupIdx };
+    let e = this.removedPool[this.removedUsed];
+    if (e === undefined) {
+      e = { kind: 'removed', tier, hashStart, count, groupIdx };
+      this.removedPool.push(e);
+    } else {
+      e.tier = tier; e.hashStart = hashStart; e.count = count; e.groupIdx = groupIdx;
+    }
+    this.removedUsed++;
+    return e;
+  }
+
   /** A parent_block_hash (or nil): fills `tmp`, returns whether one was present. */
   private parent(): boolean {
     if (this.r.nil()) return false;
@@ -354,7 +394,7 @@ export class KvBatchDecoder implements HashSink {
       if (n > 4) r.skip(Math.min(n, 6) - 4); // kind, sliding_window
       if (n > 6) this.locality();
       if (n > 7) r.skip(n - 7);
-      return { kind: 'removed', tier, hashStart, count: this.hashCount - hashStart, groupIdx };
+      return this.removed(tier, hashStart, groupIdx);
     }
     if (n < 5) throw DROP_EVENT;
     const hashStart = this.hashes();
@@ -410,13 +450,14 @@ export class KvBatchDecoder implements HashSink {
     this.tokenCount = tag === 0 ? this.tokenCount : t0; // stray token_ids of removed/cleared events: discarded
     if (tag === 2) { this.hashCount = h0; return { kind: 'cleared' }; }
     if (tag < 0 || hashStart < 0) throw DROP_EVENT;
-    if (tag === 1) {
-      return { kind: 'removed', tier, hashStart, count: this.hashCount - hashStart, groupIdx };
-    }
+    if (tag === 1) return this.removed(tier, hashStart, groupIdx);
     if (tokenStart < 0 || blockSize < 0) throw DROP_EVENT;
     return this.stored(parent, hashStart, tokenStart, eagle, blockSize, tier, loraName, salt, extraKeys, groupIdx, kind);
   }
 }
+
+/** BlockRemoved objects a decoder keeps for reuse (a batch with more gets fresh ones past this). */
+const REMOVED_POOL_MAX = 4096;
 
 function metaSalt(v: unknown): string | null {
   const s = (v as { cache_salt?: unknown } | null)?.cache_salt;

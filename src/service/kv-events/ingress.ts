@@ -37,7 +37,10 @@ export interface IngressOptions {
   maxRanks?: number | null;
   /** A replay that gets no reply for this long is abandoned (default 5 s, as Dynamo's bootstrap). */
   replayIdleTimeoutMs?: number;
-  /** Busy time the event path may take before yielding to selections (default 1 ms). */
+  /**
+   * Busy time the event path may take before yielding to selections (`--kv-events-turn-ms`,
+   * default {@link DEFAULT_KV_TURN_MS}, from {@link MIN_KV_TURN_MS} to {@link MAX_KV_TURN_MS}).
+   */
   yieldBudgetMs?: number;
   /** The feed-health window (`--kv-feed-silence-secs`, default 30 s). */
   silenceSecs?: number;
@@ -47,6 +50,8 @@ export interface IngressOptions {
 
 /** The default maximum size of one KV-event message (vLLM batches are kilobytes). */
 export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+/** The ingestion turn: its default and bounds, ms (bench/RESULTS.md, KV-event ingestion second pass). */
+export const DEFAULT_KV_TURN_MS = 0.25, MIN_KV_TURN_MS = 0.05, MAX_KV_TURN_MS = 100;
 
 interface RankFeed { listener: KvListener; applier: BatchApplier; counters: IngestCounters; health: FeedHealth }
 interface WorkerFeed {
@@ -91,7 +96,11 @@ export class ZmqKvIngress implements IndexFeed {
     this.replayIdleTimeoutMs = o.replayIdleTimeoutMs ?? 5000;
     this.maxMessageBytes = o.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
     this.maxRanks = o.maxRanks ?? null;
-    this.pacer = new Pacer(o.yieldBudgetMs ?? 1);
+    const turn = o.yieldBudgetMs ?? DEFAULT_KV_TURN_MS;
+    if (!(turn >= MIN_KV_TURN_MS && turn <= MAX_KV_TURN_MS)) {
+      throw new RangeError(`the KV-event ingestion turn must be between ${MIN_KV_TURN_MS} and ${MAX_KV_TURN_MS} ms (got ${turn})`);
+    }
+    this.pacer = new Pacer(turn);
     this.clock = o.clock ?? systemClock;
     this.windowMs = (o.silenceSecs ?? DEFAULT_KV_FEED_SILENCE_SECS) * MS;
     // Health warnings come due with time alone (still not connected, silent): check a few times a window.

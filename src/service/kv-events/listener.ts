@@ -120,6 +120,7 @@ export class KvListener {
       await this.o.pacer.turn();
       if (this.closed) return;
       await this.onMessage(frames);
+      this.sub.release(frames); // decoding copied what the batch holds: the frames' memory is reused
     }
   }
 
@@ -157,7 +158,14 @@ export class KvListener {
       return;
     }
     try {
-      this.o.applier.apply(batch, this.dpRank);
+      // in slices of the pacer's turn: a long batch lets selections in between (pacer.ts)
+      const pacer = this.o.pacer;
+      let next = this.o.applier.applyFrom(batch, this.dpRank, 0, pacer.spent);
+      while (next >= 0) {
+        await pacer.resume();
+        if (this.closed) return; // nothing is applied past close()
+        next = this.o.applier.applyFrom(batch, this.dpRank, next, pacer.spent);
+      }
     } catch (err) {
       c.applyErrors++;
       this.o.logger.error({ workerId: String(this.o.workerId), dpRank: this.dpRank, seq: String(seq), err }, 'KV event batch failed to apply');

@@ -6,6 +6,11 @@
  * work for `budgetMs`; a listener that finds the budget spent queues for a later turn. Waiting
  * listeners are resumed one per turn in FIFO order, so a busy engine cannot starve another.
  * One pacer per ingress: all listeners share the thread, so they share the budget.
+ *
+ * A batch too long for what is left of a turn is applied in slices: between two slices its
+ * listener waits with {@link Pacer.resume}, which puts it ahead of every other waiter, so the
+ * listeners' shared decoder (whose buffers hold the batch) is not used by another listener before
+ * the batch is done.
  */
 export class Pacer {
   private turnStart = performance.now();
@@ -17,9 +22,20 @@ export class Pacer {
 
   /** Call before handling a message: resolves at once within the budget, else at a later turn. */
   turn(): Promise<void> {
-    if (performance.now() - this.turnStart < this.budgetMs) return Promise.resolve();
+    if (!this.spent()) return Promise.resolve();
     return new Promise<void>((resolve) => {
       this.waiting.push(resolve);
+      this.schedule();
+    });
+  }
+
+  /** Whether this turn's budget is used up (a batch being applied then stops after its current event). */
+  readonly spent = (): boolean => performance.now() - this.turnStart >= this.budgetMs;
+
+  /** Continue a batch at the next turn, before any other waiter. */
+  resume(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.waiting.unshift(resolve);
       this.schedule();
     });
   }

@@ -44,6 +44,40 @@ export interface ZmtpSubscriberOptions {
 }
 
 const GREETING_BYTES = 64;
+
+/**
+ * Message bodies of at least {@link POOL_MIN_BYTES} come from a pool of power-of-two buffers
+ * shared by every subscriber (all on the one thread) and go back through
+ * {@link ZmtpSubscriber.release} once the listener is done with them. Without it each KV-event
+ * batch (tens of kB) was a fresh ArrayBuffer: its external memory set off a full GC every few
+ * tens of MiB, and the copy into it paid first-touch costs (bench/RESULTS.md, second pass).
+ * Smaller bodies come from Node's own buffer slab. The pool keeps at most
+ * {@link POOL_CLASS_BYTES} per size class; bigger bodies than {@link POOL_MAX_BYTES} are never pooled.
+ */
+const POOL_MIN_BYTES = 4096, POOL_MAX_BYTES = 4 * 1024 * 1024, POOL_CLASS_BYTES = 8 * 1024 * 1024;
+const pool = new Map<number, ArrayBuffer[]>();
+/** Buffers handed out and not yet back (a foreign or doubly released buffer is ignored). */
+const lent = new WeakSet<ArrayBuffer>();
+
+function poolClass(size: number): number { return 2 ** Math.ceil(Math.log2(size)); }
+
+/** A body of `size` bytes (contents undefined). */
+function bodyBuffer(size: number): Buffer {
+  if (size < POOL_MIN_BYTES || size > POOL_MAX_BYTES) return Buffer.allocUnsafe(size);
+  const cls = poolClass(size);
+  const ab = pool.get(cls)?.pop() ?? new ArrayBuffer(cls);
+  lent.add(ab);
+  return Buffer.from(ab, 0, size);
+}
+
+/** Gives a body back to the pool (no-op for one that did not come from it). */
+function releaseBody(b: Uint8Array): void {
+  const ab = b.buffer as ArrayBuffer;
+  if (!lent.delete(ab)) return;
+  let free = pool.get(ab.byteLength);
+  if (free === undefined) { free = []; pool.set(ab.byteLength, free); }
+  if ((free.length + 1) * ab.byteLength <= POOL_CLASS_BYTES) free.push(ab);
+}
 /** The one buffer every subscriber's reads land in (reads are synchronous, one at a time). */
 const READ_BUFFER = Buffer.allocUnsafe(256 * 1024);
 const FLAG_MORE = 0x01, FLAG_LONG = 0x02, FLAG_COMMAND = 0x04;
@@ -130,6 +164,15 @@ export class ZmtpSubscriber {
     if (this.queueHead < this.queue.length) return Promise.resolve(this.shift());
     if (this.closed) return Promise.reject(new Error('subscriber closed'));
     return new Promise((resolve, reject) => { this.waiter = { resolve, reject }; });
+  }
+
+  /**
+   * The frames of a message received from this subscriber are no longer used (nor any view of
+   * them): their memory may carry the next messages. Optional; a frame never released is garbage
+   * collected as usual.
+   */
+  release(frames: readonly Uint8Array[]): void {
+    for (const f of frames) releaseBody(f);
   }
 
   close(): void {
@@ -260,7 +303,7 @@ export class ZmtpSubscriber {
         return;
       }
     } else if (size > 1 << 20) throw new Error(`a ${size}-byte command`);
-    this.body = Buffer.allocUnsafe(size);
+    this.body = bodyBuffer(size);
     this.bodySize = size;
     this.bodyHave = 0;
     if (size === 0) this.bodyDone(null);

@@ -164,3 +164,25 @@ test('a full receive queue pauses the connection and resumes once drained, in or
   p.sub.close();
   await assert.rejects(p.sub.receive(), /closed/);
 });
+
+test('released message memory carries later messages; queued and unreleased ones are never overwritten', async (t) => {
+  const { pub, endpoint, subs } = await publisher();
+  const p = subscriber(endpoint, { queueMessages: 8 });
+  t.after(() => { p.sub.close(); pub.close(); });
+  await eventually(() => subs() === 1, 5000, 'subscribed');
+  // bodies of pooled sizes (4 KiB and up, two size classes), each filled with its own index
+  const N = 200, size = (i: number): number => (i % 2 === 0 ? 5000 : 40_000);
+  for (let i = 0; i < N; i++) await pub.send(['kv-events', Buffer.alloc(size(i), i & 0xff)]);
+  const kept: Buffer[][] = [];
+  for (let i = 0; i < N; i++) {
+    const m = await p.sub.receive();
+    assert.equal(m[1].length, size(i));
+    assert.ok(m[1].every((b) => b === (i & 0xff)), `message ${i} intact`);
+    if (i % 10 === 0) kept.push(m); // never released: must stay as received
+    else p.sub.release(m);
+  }
+  kept.forEach((m, k) => assert.ok(m[1].every((b) => b === ((10 * k) & 0xff)), `kept message ${10 * k} intact`));
+  p.sub.release(kept[0]);
+  p.sub.release(kept[0]); // a second release of the same frames is ignored
+  p.sub.release([Buffer.alloc(8192)]); // so is memory that did not come from a subscriber
+});

@@ -44,6 +44,16 @@ test('--kv-feed-silence-secs must be a number greater than 0', () => {
   assert.match(problems(['--kv-feed-silence-secs', 'soon'])[0], /^--kv-feed-silence-secs: must be a number/);
 });
 
+test('--kv-events-turn-ms: a number of ms within 0.05-100, also from SELECT_SERVICE_KV_EVENTS_TURN_MS; unset by default', () => {
+  assert.equal(parseCliArgs([]).kvEventsTurnMs, null);
+  assert.equal(parseCliArgs(['--kv-events-turn-ms', '0.25']).kvEventsTurnMs, 0.25);
+  assert.equal(parseCliArgs([], { SELECT_SERVICE_KV_EVENTS_TURN_MS: '0.5' }).kvEventsTurnMs, 0.5);
+  assert.equal(parseCliArgs(['--kv-events-turn-ms=2'], { SELECT_SERVICE_KV_EVENTS_TURN_MS: '0.5' }).kvEventsTurnMs, 2);
+  assert.match(problems(['--kv-events-turn-ms', '0'])[0], /^--kv-events-turn-ms: must be a number between 0.05 and 100 \(got "0"\)$/);
+  assert.match(problems(['--kv-events-turn-ms', '101'])[0], /^--kv-events-turn-ms: must be a number between 0.05 and 100/);
+  assert.match(problemsWith([], { SELECT_SERVICE_KV_EVENTS_TURN_MS: 'fast' })[0], /^SELECT_SERVICE_KV_EVENTS_TURN_MS: must be a number/);
+});
+
 test('router flags override the environment through the config schema, which names the flag', () => {
   const env = { DYN_ROUTER_ASSUME_KV_REUSE: 'true', DYN_ROUTER_USE_KV_EVENTS: 'false' };
   assert.equal(parseRouterConfig(env, routerOverrides(parseCliArgs(['--no-router-assume-kv-reuse']))).routerAssumeKvReuse, false);

@@ -140,3 +140,25 @@ test('runs of per-block removes apply as one would one by one (tiers, unknown ha
   assert.deepEqual([counters.blocksRemoved, counters.unknownRemoved, counters.droppedEvents.nonMainAttention], [4, 1, 2]);
   assert.equal(counters.eventsApplied, 2 + 5, 'every event but the two filtered ones');
 });
+
+test('a batch applied in slices (stopping after any event) ends exactly as applied whole', () => {
+  // stores, per-block removes (merged into runs), a salted chain, a clear and stores again
+  const events = [
+    storedEvent([1n, 2n, 3n], null, A), removedEvent([3n]), removedEvent([2n]),
+    storedEvent([11n], null, A.slice(0, 16), { cache_salt: 'tenant-a' }), storedEvent([12n], 11n, A.slice(16, 32)),
+    removedEvent([12n]), removedEvent([99n]), clearedEvent(), storedEvent([21n, 22n], null, A2), storedEvent([23n], 22n, A.slice(32, 48)),
+  ];
+  const whole = setup();
+  whole.apply(batch(events));
+  for (const every of [1, 2, 3]) {
+    const sliced = setup();
+    const b = decoder.decode(batch(events));
+    let calls = 0, next = 0, asked = 0;
+    do { next = sliced.applier.applyFrom(b, 0, next, () => ++asked % every === 0); calls++; } while (next >= 0);
+    assert.ok(calls > 1, `applied in ${calls} slices`);
+    assert.deepEqual(sliced.counters, whole.counters, `stopping every ${every} events`);
+    assert.deepEqual(sliced.overlap(A), whole.overlap(A));
+    assert.deepEqual(sliced.overlap(A2), whole.overlap(A2));
+  }
+  assert.equal(whole.counters.batchesApplied, 1);
+});

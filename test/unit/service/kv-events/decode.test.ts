@@ -402,3 +402,26 @@ test('fuzz: 5,000 random byte strings and 5,000 random msgpack values', (t) => {
   t.diagnostic(`fuzz: ${times.length} inputs, ${fuzzStats.returned} decoded (${fuzzStats.events} events kept, ${fuzzStats.dropped} dropped), ${fuzzStats.threw} KvDecodeError; slowest ${max.toFixed(2)} ms`);
   // timing is reported, not asserted: the machine is shared (benchmarks measure speed)
 });
+
+test('decoder-owned events: reused from batch to batch, each batch decoded whole (past the reuse pool too)', () => {
+  const d = new KvBatchDecoder();
+  // 5,000 per-block removes (more than the decoder keeps for reuse), media by their bytes, a dropped one in between
+  const removes = Array.from({ length: 5000 }, (_, i) => ['BlockRemoved', [i + 1], i % 3 === 0 ? 'CPU' : null, i % 7]);
+  removes.splice(10, 0, ['BlockRemoved', [99], 'CPU_TIER9']);
+  const big = d.decode(pack([1, removes]));
+  assert.equal(big.dropped, 1);
+  assert.equal(big.events.length, 5000);
+  big.events.forEach((e, i) => {
+    assert.deepEqual(e, { kind: 'removed', tier: i % 3 === 0 ? Tier.Host : Tier.Device, hashStart: i, count: 1, groupIdx: i % 7 });
+  });
+  assert.deepEqual(hashesOf(big, 4999, 1), [5000n]);
+  // the next batch: fewer events, the same objects rewritten; stored events and extra_keys as before
+  const next = d.decode(pack([2, [['BlockRemoved', [7, 8], 'DISK'],
+    { type: 'BlockStored', block_hashes: [1, 2], token_ids: [1, 2], block_size: 1, extra_keys: [null, null] },
+    { type: 'BlockStored', block_hashes: [3, 4], token_ids: [3, 4], block_size: 1, extra_keys: [null, [['mm', 0]]] }]]));
+  assert.equal(next.events.length, 3);
+  assert.deepEqual(next.events[0], { kind: 'removed', tier: Tier.Disk, hashStart: 0, count: 2, groupIdx: null });
+  assert.deepEqual(stored(next.events[1]).extraKeys, [null, null]);
+  assert.deepEqual(stored(next.events[2]).extraKeys, [null, [['mm', 0]]]);
+  assert.deepEqual(d.decode(pack([3, []])).events, []);
+});

@@ -22,3 +22,14 @@ test('busy listeners yield to the event loop between turns and take turns fairly
   assert.ok(firstB < lastA, 'b got turns before a finished');
   assert.equal(log.length, 40);
 });
+
+test('a batch continued with resume() goes before every listener already waiting', async () => {
+  const pacer = new Pacer(0.05);
+  const log: string[] = [];
+  busy(0.1); // this turn's budget is spent
+  const waiting = [pacer.turn().then(() => log.push('b')), pacer.turn().then(() => log.push('c'))];
+  const resumed = pacer.resume().then(() => log.push('a'));
+  assert.equal(pacer.spent(), true);
+  await Promise.all([...waiting, resumed]);
+  assert.deepEqual(log, ['a', 'b', 'c']);
+});

@@ -3,32 +3,29 @@
 //
 // Row i: u32 pair (slot, hasParent) and u64 triple (ext, parentExt, local).
 // Device holdings are emitted breadth-first and only when the slot holds every ancestor: a
-// holding is marked reachable with bit 31 of its slot entry while the BFS runs (slots are dense
-// small integers, so the bit is free), and the marks are cleared before returning.
-import { NONE, FREED } from './layout';
-import { Pool, rec, vecSlots, vecExts } from './pool';
+// holding is marked reachable with bit 31 of its slot entry (or of a single holder's hold word)
+// while the BFS runs (slots are dense small integers, so the bit is free), and the marks are
+// cleared before returning. A node's local hash is recovered from its path hash (radix.ts).
+import { NONE, FREED, N_HASH, N_EXT0, N_PARENT, N_HOLD, N_KIDS } from './layout';
+import { Pool, rec, rec32, vecSlots } from './pool';
 import { Index, pool } from './state';
-import { nFirst, nNext, nParent } from './radix';
-
-const MARK: u32 = 0x80000000;
-
-@inline function slotCell(r: usize, c: u32, i: u32): usize {
-  return c == 1 ? r + 24 : vecSlots(<usize>load<u32>(r, 24)) + (<usize>i << 2);
-}
-@inline function extOf(r: usize, c: u32, i: u32): u64 {
-  return c == 1 ? load<u64>(r, 8) : load<u64>(vecExts(<usize>load<u32>(r, 24)) + (<usize>i << 3));
-}
+import { localOf } from './radix';
+import { MARK, setFind, setSlotAt, setExtAt, setCount, setSlots } from './holders';
 
 let parentExtFound: u64 = 0;
-/** Is `slot` a marked (reachable) holder of node n? Sets parentExtFound. */
-function reachableHolder(p: Pool, n: u32, slot: u32): bool {
-  const r = rec(p, n);
-  const c = load<u32>(r, 20);
-  for (let i: u32 = 0; i < c; i++) {
-    const v = load<u32>(slotCell(r, c, i));
-    if (v == (slot | MARK)) { parentExtFound = extOf(r, c, i); return true; }
+/** Is `slot` a marked (reachable) holder of node record pr? Sets parentExtFound. */
+function reachableHolder(pr: usize, slot: u32): bool {
+  const h = load<u32>(pr, N_HOLD);
+  if ((h & 1) != 0) {
+    if ((h & MARK) == 0 || ((h & ~MARK) >> 1) != slot) return false;
+    parentExtFound = load<u64>(pr, N_EXT0);
+    return true;
   }
-  return false;
+  if (h == 0) return false;
+  const i = setFind(<usize>h, slot);
+  if (i < 0 || (setSlotAt(<usize>h, <u32>i) & MARK) == 0) return false;
+  parentExtFound = setExtAt(<usize>h, <u32>i);
+  return true;
 }
 
 @inline function emit(k: u32, slot: u32, hasParent: bool, ext: u64, parent: u64, local: u64, out32: usize, out64: usize): void {
@@ -39,36 +36,63 @@ function reachableHolder(p: Pool, n: u32, slot: u32): bool {
   store<u64>(out64 + <usize>k * 24 + 16, local);
 }
 
+/** Append node n's children to the queue; returns the new tail. */
+function pushKids(p: Pool, n: u32, queue: usize, tail: u32): u32 {
+  const k = load<u32>(rec32(p, n), N_KIDS);
+  if (k == NONE) return tail;
+  if ((k & 1) != 0) { store<u32>(queue + (<usize>tail << 2), k >> 1); return tail + 1; }
+  const c = load<u32>(<usize>k);
+  memory.copy(queue + (<usize>tail << 2), <usize>k + 8, <usize>c << 2);
+  return tail + c;
+}
+
+/**
+ * Emit the holdings of node n (record r) whose slot holds the parent reachably (or at depth 1),
+ * marking each emitted holding. Returns the new row count.
+ */
+function emitNode(p: Pool, n: u32, r: usize, k: u32, out32: usize, out64: usize): u32 {
+  const parent = load<u32>(r, N_PARENT);
+  const pr = rec32(p, parent);
+  const local = localOf(load<u64>(r, N_HASH), load<u64>(pr, N_HASH));
+  const h = load<u32>(r, N_HOLD);
+  if ((h & 1) != 0) {
+    const s = h >> 1;
+    if (parent == 0) emit(k++, s, false, load<u64>(r, N_EXT0), 0, local, out32, out64);
+    else if (reachableHolder(pr, s)) emit(k++, s, true, load<u64>(r, N_EXT0), parentExtFound, local, out32, out64);
+    else return k;
+    store<u32>(r, h | MARK, N_HOLD);
+    return k;
+  }
+  const v = <usize>h, span = setCount(v);
+  for (let i: u32 = 0; i < span; i++) {
+    const s = setSlotAt(v, i);
+    if (parent == 0) emit(k++, s, false, setExtAt(v, i), 0, local, out32, out64);
+    else if (reachableHolder(pr, s)) emit(k++, s, true, setExtAt(v, i), parentExtFound, local, out32, out64);
+    else continue;
+    store<u32>(setSlots(v) + (<usize>i << 2), s | MARK);
+  }
+  return k;
+}
+
 /** Device holdings breadth-first; `queue` must hold p0.live u32s. Returns rows written. */
 export function dumpDevice(ix: Index, queue: usize, out32: usize, out64: usize): u32 {
   const p = ix.p0;
-  let head: u32 = 0, tail: u32 = 0, k: u32 = 0;
-  for (let c = nFirst(p, 0); c != NONE; c = nNext(p, c)) store<u32>(queue + (<usize>(tail++) << 2), c);
+  let head: u32 = 0, k: u32 = 0;
+  let tail = pushKids(p, 0, queue, 0);
   while (head < tail) {
     const n = load<u32>(queue + (<usize>(head++) << 2));
-    const r = rec(p, n);
-    const c = load<u32>(r, 20);
-    const parent = nParent(p, n);
-    for (let i: u32 = 0; i < c; i++) {
-      const cell = slotCell(r, c, i);
-      const s = load<u32>(cell);
-      if (parent == 0) {
-        emit(k++, s, false, extOf(r, c, i), 0, load<u64>(r, 0), out32, out64);
-        store<u32>(cell, s | MARK);
-      } else if (reachableHolder(p, parent, s)) {
-        emit(k++, s, true, extOf(r, c, i), parentExtFound, load<u64>(r, 0), out32, out64);
-        store<u32>(cell, s | MARK);
-      }
-    }
-    for (let ch = nFirst(p, n); ch != NONE; ch = nNext(p, ch)) store<u32>(queue + (<usize>(tail++) << 2), ch);
+    k = emitNode(p, n, rec32(p, n), k, out32, out64);
+    tail = pushKids(p, n, queue, tail);
   }
+  // Clear the marks.
   for (let i: u32 = 0; i < tail; i++) {
-    const n = load<u32>(queue + (<usize>i << 2));
-    const r = rec(p, n);
-    const c = load<u32>(r, 20);
-    for (let j: u32 = 0; j < c; j++) {
-      const cell = slotCell(r, c, j);
-      store<u32>(cell, load<u32>(cell) & ~MARK);
+    const r = rec32(p, load<u32>(queue + (<usize>i << 2)));
+    const h = load<u32>(r, N_HOLD);
+    if ((h & 1) != 0) { store<u32>(r, h & ~MARK, N_HOLD); continue; }
+    const v = <usize>h, span = setCount(v);
+    for (let j: u32 = 0; j < span; j++) {
+      const c = setSlots(v) + (<usize>j << 2);
+      store<u32>(c, load<u32>(c) & ~MARK);
     }
   }
   return k;

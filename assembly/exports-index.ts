@@ -4,12 +4,13 @@
 import {
   NONE, FREED, R_HASH_A, R_HASH_B, R_TOKENS, R_MM_COUNTS, R_MM_HASHES, R_TMP, R_OUT_SLOT, R_OUT_DEV,
   R_OUT_HOST, R_OUT_DISK, R_OUT_EXTN, R_OUT_F64A, R_OUT_F64B, R_OUT_U32A, R_OUT_U32B, R_DUMP_U64,
-  P_PARENT, P_SEED, TIER_DEVICE, TIER_COUNT, ST_INVALID_SEQUENCE, ST_BAD_SLOT, ST_BAD_INDEX,
+  P_PARENT, P_SEED, TIER_DEVICE, TIER_COUNT, ST_INVALID_SEQUENCE, ST_BAD_SLOT, ST_BAD_INDEX, N_HOLD,
 } from './layout';
 import { regionPtr, regionCap, reserve, paramU64, scratchInit } from './scratch';
 import { Index, indexOf, indexCreate, indexRelease, ensureSlots, holdings, pool, slotMapIfAny } from './state';
-import { rec } from './pool';
-import { mapCount } from './table';
+import { rec, vecFree } from './pool';
+import { setFree, freeKids } from './holders';
+import { tabCount } from './hashtab';
 import { deviceStore, deviceRemove, deviceClear } from './radix';
 import { tierStore, tierRemove, tierClear } from './tiers';
 import { matchInto, chainExtsInto } from './match';
@@ -24,11 +25,18 @@ export function indexNew(): i32 { scratchInit(); return indexCreate(); }
 export function indexFree(h: i32): void {
   const ix = indexOf(h);
   if (changetype<usize>(ix) == 0) return;
-  for (let t = 0; t < TIER_COUNT; t++) {
+  const p0 = ix.p0;
+  for (let i: u32 = 0; i < p0.used; i++) {
+    const r = rec(p0, i), hold = load<u32>(r, N_HOLD);
+    if (hold == FREED) continue;
+    if (hold != 0 && (hold & 1) == 0) setFree(<usize>hold);
+    freeKids(r);
+  }
+  for (let t = 1; t < TIER_COUNT; t++) {
     const p = pool(ix, t);
     for (let i: u32 = 0; i < p.used; i++) {
       const c = load<u32>(rec(p, i), 20);
-      if (c != FREED && c >= 2) heap.free(<usize>load<u32>(rec(p, i), 24));
+      if (c != FREED && c >= 2) vecFree(<usize>load<u32>(rec(p, i), 24));
     }
   }
   indexRelease(h);
@@ -126,9 +134,10 @@ export function clearSlot(h: i32, slot: i32, tier: i32): i32 {
     if (t == TIER_DEVICE) {
       const m = slotMapIfAny(ix, <u32>slot, 0);
       if (m == 0) continue;
-      deviceClear(ix, <u32>slot, reserve(R_TMP, (<usize>mapCount(m) << 2) + 4));
-    } else if (slotMapIfAny(ix, <u32>slot, t) != 0) {
-      tierClear(ix, <u32>slot, t);
+      deviceClear(ix, <u32>slot, reserve(R_TMP, (<usize>tabCount(m) << 2) + 4));
+    } else {
+      const m = slotMapIfAny(ix, <u32>slot, t);
+      if (m != 0) tierClear(ix, <u32>slot, t, reserve(R_TMP, (<usize>tabCount(m) << 2) + 4));
     }
   }
   return 0;
@@ -139,7 +148,8 @@ export function matchQuery(h: i32, n: i32): i32 {
   const ix = indexOf(h);
   if (changetype<usize>(ix) == 0) return ST_BAD_INDEX;
   if (regionCap(R_OUT_SLOT) < (<usize>ix.slotCap << 2)) return ST_BAD_SLOT;
-  return matchInto(ix, regionPtr(R_HASH_A), n, regionPtr(R_OUT_SLOT), regionPtr(R_OUT_DEV),
+  const path = reserve(R_TMP, (<usize>max(n, 0) << 2) + 4);
+  return matchInto(ix, regionPtr(R_HASH_A), n, path, regionPtr(R_OUT_SLOT), regionPtr(R_OUT_DEV),
     regionPtr(R_OUT_HOST), regionPtr(R_OUT_DISK), regionPtr(R_OUT_EXTN));
 }
 
@@ -163,13 +173,19 @@ export function treeSize(h: i32, slot: i32, tier: i32): i32 {
   const ix = indexOf(h);
   if (changetype<usize>(ix) == 0 || <u32>slot >= ix.slotCap) return 0;
   const m = slotMapIfAny(ix, <u32>slot, tier);
-  return m == 0 ? 0 : <i32>mapCount(m);
+  return m == 0 ? 0 : <i32>tabCount(m);
 }
 
 /** Sum of all slots' holdings on a tier (dump sizing). */
 export function holdingCount(h: i32, tier: i32): i32 {
   const ix = indexOf(h);
   return changetype<usize>(ix) == 0 ? 0 : <i32>holdings(ix, tier);
+}
+
+/** Device holdings whose slot does not hold the node's parent (0: the match's fast walk applies). */
+export function orphanCount(h: i32): i32 {
+  const ix = indexOf(h);
+  return changetype<usize>(ix) == 0 ? 0 : <i32>ix.orphans;
 }
 
 /** Live records of a tier (tree nodes without the root, or edges). */

@@ -13,5 +13,7 @@ export {
 } from './layout';
 export {
   indexNew, indexFree, indexSlots, storeBlocks, storeTokens, removeBlocks, clearSlot, matchQuery,
-  creditRows, treeSize, holdingCount, recordCount, dumpRows, chainExts,
+  creditRows, treeSize, holdingCount, recordCount, orphanCount, dumpRows, chainExts,
 } from './exports-index';
+// --- allocator statistics (mem.ts) ---
+export { memArenaBytes, memLiveBytes } from './mem';

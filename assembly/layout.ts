@@ -1,9 +1,10 @@
 // Memory layout: every region TS and wasm share, declared once.
 //
-// Linear memory is managed by the AssemblyScript "minimal" runtime's TLSF allocator, used only
-// through heap.alloc/heap.realloc/heap.free (no managed objects on hot paths, no GC work).
-// Fixed I/O scratch regions are allocated at start-up and only ever grow on a cold
-// scratchReserve() call; hot exports read their inputs from, and write their results to, them.
+// Linear memory is managed by mem.ts (size classes, sized frees, memory grown by what is needed,
+// >= 1 MiB at a time); the runtime's TLSF only keeps what it set up at start-up, and there are
+// no managed objects, so no GC work. Fixed I/O scratch regions are allocated at start-up and
+// only ever grow on a cold scratchReserve() call; hot exports read their inputs from, and write
+// their results to, them.
 //
 //   region            element  written by   read by   meaning
 //   ----------------- -------  -----------  --------  -----------------------------------------
@@ -76,3 +77,54 @@ export const ST_PARENT_NOT_FOUND: i32 = -1;
 export const ST_INVALID_SEQUENCE: i32 = -2;  // duplicate hashes in one store, or a block equal to its parent
 export const ST_BAD_SLOT: i32 = -3;
 export const ST_BAD_INDEX: i32 = -4;
+
+// ---------------------------------------------------------------------------------------------
+// The index in linear memory: one Index per partition (state.ts), everything addressed by u32
+// record indexes or pointers, every block from mem.ts (size classes, no headers, memory grown by
+// what is needed). Tables are hashtab.ts tables: a directory of buckets of 8-byte cells
+// (value u32 | key fingerprint u32); keys stay in the records, so a candidate is verified there.
+//
+//   Index
+//   +-- p0: node pool ----- segments of 4,096 nodes (32 B); node 0 is the root
+//   |     +-- child table:  fp = top 32 bits of the node's path hash -> node
+//   +-- p1..p3: edge pools  segments of 4,096 edges (40 B), one per lower tier
+//   |     +-- edge table:   fp of (parent ext | none, local) -> edge
+//   +-- maps[slot][tier]:   fp of the engine hash -> node / edge (the slot's lookup)
+//   +-- per-slot match work: depth, stamp, pos, row (u32), last (u64)
+//
+// Device node (32 bytes: two per cache line, none straddles one):
+//
+//    0               8               16      20      24      28      32
+//    +---------------+---------------+-------+-------+-------+-------+
+//    | hash     u64  | ext0     u64  | parent| hold  | kids  | kpos  |
+//    +---------------+---------------+-------+-------+-------+-------+
+//
+//   hash    path hash: mix64(hash(parent) + local), hash(root) = 0. It is the child-link key: a
+//           block's position in the tree is computable from the query alone, so the probes of a
+//           whole chain are independent loads (radix.ts). mix64 is a bijection, so (parent, hash)
+//           identifies (parent, local) exactly, and local = unmix64(hash) - hash(parent) (dump).
+//   ext0    the engine hash of the single holder (hold odd)
+//   parent  parent node (the root's is NONE)
+//   hold    (slot << 1) | 1: one holder; an even value: pointer to a holder set; 0: none (root);
+//           FREED: the node is on the free list
+//   kids    NONE: no child; (child << 1) | 1: one child; even: pointer to a child array
+//   kpos    this node's index in its parent's child array (O(1) unlink); free-list link
+//
+// Holder set (two or more holders), sized to the sharing:
+//    [count u32 | cap u32 | slots u32 x cap | exts u64 x cap]
+//    cap 2..8: entries [0, count) dense, scanned; cap >= 16: open addressing by slot (NONE empty,
+//    load <= 3/4), so a lookup stays O(1) at thousands of holders.
+// Child array (two or more children): [count u32 | cap u32 | nodes u32 x cap], dense.
+//
+// Tier edge (40 bytes): local u64 | parentExt u64 | hasParent u32 | count u32 | o0 u32 | link u32
+//   | childExt u64; owners: o0 (count 1) or a vector [cap u32 | pad | slots u32 x cap].
+
+export const NODE_BYTES: u32 = 32;
+export const N_HASH: usize = 0;
+export const N_EXT0: usize = 8;
+export const N_PARENT: usize = 16;
+export const N_HOLD: usize = 20;
+export const N_KIDS: usize = 24;
+export const N_KPOS: usize = 28;
+
+export const EDGE_BYTES: u32 = 40;

@@ -1,5 +1,6 @@
 // Fixed I/O regions shared with TS: the only input channel for hot calls (see layout.ts).
 import { REGION_COUNT, R_PARAMS } from './layout';
+import { memAlloc, memFree } from './mem';
 
 const INITIAL_BYTES: usize = 64 * 1024;
 
@@ -13,7 +14,7 @@ function init(): void {
   initialized = true;
   for (let r = 0; r < REGION_COUNT; r++) {
     const bytes = r == R_PARAMS ? <usize>512 : INITIAL_BYTES;
-    const p = heap.alloc(bytes);
+    const p = memAlloc(bytes);
     memory.fill(p, 0, bytes);
     store<usize>(ptrs + (<usize>r << alignof<usize>()), p);
     store<usize>(caps + (<usize>r << alignof<usize>()), bytes);
@@ -36,20 +37,8 @@ export function reserve(r: i32, bytes: usize): usize {
   let cap = regionCap(r);
   if (cap >= bytes) return regionPtr(r);
   while (cap < bytes) cap <<= 1;
-  heap.free(regionPtr(r));
-  const p = heap.alloc(cap);
-  store<usize>(ptrs + (<usize>r << alignof<usize>()), p);
-  store<usize>(caps + (<usize>r << alignof<usize>()), cap);
-  return p;
-}
-
-/** Like reserve(), keeping the first `keep` bytes. */
-export function reserveKeep(r: i32, bytes: usize, keep: usize): usize {
-  init();
-  let cap = regionCap(r);
-  if (cap >= bytes) return regionPtr(r);
-  while (cap < bytes) cap <<= 1;
-  const p = heap.realloc(regionPtr(r), cap);
+  memFree(regionPtr(r), regionCap(r));
+  const p = memAlloc(cap);
   store<usize>(ptrs + (<usize>r << alignof<usize>()), p);
   store<usize>(caps + (<usize>r << alignof<usize>()), cap);
   return p;

@@ -3,16 +3,16 @@
 //
 //   Index (unmanaged)
 //   +-- pools[0..3]   Pool: tier 0 = tree nodes (radix.ts), tiers 1..3 = edges (tiers.ts)
-//   +-- maps          usize[slotCap * 4]: per (slot, tier) a table.ts map engine hash -> record
+//   +-- maps          usize[slotCap * 4]: per (slot, tier) a hashtab.ts table engine hash -> record
 //   +-- depth/stamp   u32[slotCap]: match work (stamp == epoch marks a slot touched this match)
 //   +-- last          u64[slotCap]: engine hash at the slot's current continuation point
-//   +-- pos           u32[slotCap]: continuation position; row u32[slotCap]: output row of slot
-import { NONE, TIER_COUNT } from './layout';
-import { Pool, poolNew, poolFree, poolAlloc } from './pool';
-import { mapNew, mapFree } from './table';
+//   +-- pos           u32[slotCap]: continuation position (lower tiers)
+//   +-- orphans       device holdings (slot, node) where the slot does not hold node's parent
+import { NONE, TIER_COUNT, NODE_BYTES, EDGE_BYTES, N_PARENT, N_KIDS, N_KPOS } from './layout';
+import { Pool, poolNew, poolFree, poolAlloc, rec } from './pool';
+import { tabNew, tabFree } from './hashtab';
+import { memAlloc, memAllocZero, memFree } from './mem';
 
-export const NODE_SIZE: u32 = 40;
-export const EDGE_SIZE: u32 = 40;
 
 @unmanaged export class Index {
   p0: Pool; p1: Pool; p2: Pool; p3: Pool;
@@ -22,9 +22,9 @@ export const EDGE_SIZE: u32 = 40;
   stamp: usize;
   last: usize;
   pos: usize;
-  row: usize;
   epoch: u32;
   h0: u32; h1: u32; h2: u32; h3: u32;   // holdings per tier (sum of lookup sizes)
+  orphans: u32;   // device holdings whose slot does not hold the node's parent (radix.ts)
 }
 
 @inline export function pool(ix: Index, tier: i32): Pool {
@@ -43,7 +43,7 @@ export const EDGE_SIZE: u32 = 40;
 @inline export function slotMap(ix: Index, slot: u32, tier: i32): usize {
   const cell = ix.maps + ((<usize>slot * TIER_COUNT + tier) << 2);
   let m = load<usize>(cell);
-  if (m == 0) { m = mapNew(); store<usize>(cell, m); }
+  if (m == 0) { m = tabNew(); store<usize>(cell, m); }
   return m;
 }
 
@@ -60,10 +60,20 @@ export function indexOf(h: i32): Index {
 }
 
 function growArray(p: usize, oldBytes: usize, newBytes: usize): usize {
-  const q = heap.alloc(newBytes);
-  memory.fill(q, 0, newBytes);
-  if (p != 0) { memory.copy(q, p, oldBytes); heap.free(p); }
+  const q = memAllocZero(newBytes);
+  if (p != 0) { memory.copy(q, p, oldBytes); memFree(p, oldBytes); }
   return q;
+}
+
+function newPool(size: u32, link: u32): Pool {
+  const p = poolNew(size, link);
+  p.table = tabNew();
+  return p;
+}
+
+function freePool(p: Pool): void {
+  tabFree(p.table);
+  poolFree(p);
 }
 
 /** Make room for slots [0, n) (cold). */
@@ -77,7 +87,6 @@ export function ensureSlots(ix: Index, n: u32): void {
   ix.stamp = growArray(ix.stamp, o * 4, c * 4);
   ix.last = growArray(ix.last, o * 8, c * 8);
   ix.pos = growArray(ix.pos, o * 4, c * 4);
-  ix.row = growArray(ix.row, o * 4, c * 4);
   ix.slotCap = cap;
 }
 
@@ -85,16 +94,15 @@ export function ensureSlots(ix: Index, n: u32): void {
 export function indexCreate(): i32 {
   for (let h = 0; h < MAX_INDEXES; h++) {
     if (load<usize>(handles + (<usize>h << 2)) != 0) continue;
-    const ix = changetype<Index>(heap.alloc(offsetof<Index>()));
-    memory.fill(changetype<usize>(ix), 0, offsetof<Index>());
-    ix.p0 = poolNew(NODE_SIZE, 32, false, 64);
-    ix.p1 = poolNew(EDGE_SIZE, 28, true, 16);
-    ix.p2 = poolNew(EDGE_SIZE, 28, true, 16);
-    ix.p3 = poolNew(EDGE_SIZE, 28, true, 16);
-    // Node 0 is the root: parent NONE, no holders, never freed.
+    const ix = changetype<Index>(memAllocZero(offsetof<Index>()));
+    ix.p0 = newPool(NODE_BYTES, <u32>N_KPOS);
+    ix.p1 = newPool(EDGE_BYTES, 28);
+    ix.p2 = newPool(EDGE_BYTES, 28);
+    ix.p3 = newPool(EDGE_BYTES, 28);
+    // Node 0 is the root: path hash 0, parent NONE, no holders, never freed.
     const root = poolAlloc(ix.p0);
-    store<u32>(ix.p0.base + <usize>root * NODE_SIZE, NONE, 16);
-    store<u32>(ix.p0.base + <usize>root * NODE_SIZE, NONE, 28);
+    store<u32>(rec(ix.p0, root), NONE, N_PARENT);
+    store<u32>(rec(ix.p0, root), NONE, N_KIDS);
     ensureSlots(ix, 8);
     store<usize>(handles + (<usize>h << 2), changetype<usize>(ix));
     return h;
@@ -109,12 +117,13 @@ export function indexRelease(h: i32): void {
   for (let s: u32 = 0; s < ix.slotCap; s++) {
     for (let t = 0; t < TIER_COUNT; t++) {
       const m = slotMapIfAny(ix, s, t);
-      if (m != 0) mapFree(m);
+      if (m != 0) tabFree(m);
     }
   }
-  poolFree(ix.p0); poolFree(ix.p1); poolFree(ix.p2); poolFree(ix.p3);
-  heap.free(ix.maps); heap.free(ix.depth); heap.free(ix.stamp);
-  heap.free(ix.last); heap.free(ix.pos); heap.free(ix.row);
-  heap.free(changetype<usize>(ix));
+  freePool(ix.p0); freePool(ix.p1); freePool(ix.p2); freePool(ix.p3);
+  const c = <usize>ix.slotCap;
+  memFree(ix.maps, c * TIER_COUNT * 4); memFree(ix.depth, c * 4); memFree(ix.stamp, c * 4);
+  memFree(ix.last, c * 8); memFree(ix.pos, c * 4);
+  memFree(changetype<usize>(ix), offsetof<Index>());
   store<usize>(handles + (<usize>h << 2), 0);
 }

@@ -1,25 +1,30 @@
 // Host / disk / external tiers: continuation edges (algorithms §3.2; contract in
-// src/core/index-types.ts). An edge is unique per key (parent engine hash | none, local hash)
-// and records the child engine hash plus its owner slots. No prefix scoring of its own: a match
-// continues each slot from where its device (or previous tier) prefix ended (match.ts).
-//
-//   edge (40 bytes)
-//   +0  local     u64     +8 parentExt u64 (key)    +16 hasParent u32 (key)
-//   +20 count     u32 owners (FREED on the free list)
-//   +24 o0        u32 the owner slot when count == 1, else an owner vector pointer
-//   +28 link      u32 free-list link                +32 childExt u64
+// src/core/index/index-types.ts). An edge is unique per key (parent engine hash | none, local
+// hash) and records the child engine hash plus its owner slots (record layout: layout.ts). No
+// prefix scoring of its own: a match continues each slot from where its device (or previous
+// tier) prefix ended (match.ts).
 import { NONE } from './layout';
-import { Pool, rec, poolAlloc, poolRelease, vecNew, vecGrow, vecCap, vecSlots } from './pool';
+import { Pool, rec, poolAlloc, poolRelease, vecNew, vecGrow, vecCap, vecSlots, vecFree } from './pool';
 import { recGet, recInsert, recDelete } from './rectable';
-import { mapGet, mapSet, mapDelete, mapCap, mapCellVal, mapReset } from './table';
-import { Index, pool, slotMap, addHoldings, EDGE_SIZE } from './state';
+import { tabFirst, tabNext, tabInsert, tabDelete, tabValues, tabReset, tabCount } from './hashtab';
+import { extFp } from './radix';
+import { Index, pool, slotMap, addHoldings } from './state';
 
 @inline export function eChild(p: Pool, e: u32): u64 { return load<u64>(rec(p, e), 32); }
 @inline export function eCount(p: Pool, e: u32): u32 { return load<u32>(rec(p, e), 20); }
 
 /** Edge keyed (parent?, local), or NONE. */
 @inline export function edgeOf(p: Pool, hasParent: bool, parent: u64, local: u64): u32 {
-  return recGet(p.table, p.base, EDGE_SIZE, local, hasParent ? parent : 0, hasParent ? 1 : 0);
+  return recGet(p.table, p, true, local, hasParent ? parent : 0, hasParent ? 1 : 0);
+}
+
+/**
+ * The edge a slot's tier lookup m maps `ext` to, or NONE. Every edge in m has child ext = the
+ * key it is stored under, so a candidate is verified by its child ext.
+ */
+export function slotEdge(p: Pool, m: usize, ext: u64): u32 {
+  for (let v = tabFirst(m, extFp(ext)); v != NONE; v = tabNext()) if (eChild(p, v) == ext) return v;
+  return NONE;
 }
 
 function addOwner(p: Pool, e: u32, slot: u32): void {
@@ -30,11 +35,11 @@ function addOwner(p: Pool, e: u32, slot: u32): void {
   } else {
     let v: usize;
     if (c == 1) {
-      v = vecNew(4, false);
+      v = vecNew(4);
       store<u32>(vecSlots(v), load<u32>(r, 24));
     } else {
       v = <usize>load<u32>(r, 24);
-      if (c == vecCap(v)) v = vecGrow(v, c, false);
+      if (c == vecCap(v)) v = vecGrow(v, c);
     }
     store<u32>(vecSlots(v) + (<usize>c << 2), slot);
     store<u32>(r, <u32>v, 24);
@@ -47,7 +52,7 @@ function dropOwner(p: Pool, e: u32, slot: u32): void {
   const r = rec(p, e);
   const c = load<u32>(r, 20);
   if (c == 1) {
-    recDelete(p.table, p.base, EDGE_SIZE, e);
+    recDelete(p.table, p, true, e);
     poolRelease(p, e);
     return;
   }
@@ -56,7 +61,7 @@ function dropOwner(p: Pool, e: u32, slot: u32): void {
   let i: u32 = 0;
   while (load<u32>(s + (<usize>i << 2)) != slot) i++;
   store<u32>(s + (<usize>i << 2), load<u32>(s + (<usize>(c - 1) << 2)));
-  if (c - 1 == 1) { store<u32>(r, load<u32>(s), 24); heap.free(v); }
+  if (c - 1 == 1) { store<u32>(r, load<u32>(s), 24); vecFree(v); }
   store<u32>(r, c - 1, 20);
 }
 
@@ -70,7 +75,7 @@ export function tierStore(ix: Index, slot: u32, tier: i32, hasParent: bool, pare
     const ext = load<u64>(exts + (<usize>i << 3));
     const local = load<u64>(locals + (<usize>i << 3));
     let e = edgeOf(p, hp, par, local);
-    const held = mapGet(m, ext);
+    const held = slotEdge(p, m, ext);
     const conflict = (e != NONE && eChild(p, e) != ext) || (held != NONE && held != e);
     if (!conflict) {
       if (e == NONE) {
@@ -80,11 +85,11 @@ export function tierStore(ix: Index, slot: u32, tier: i32, hasParent: bool, pare
         store<u64>(r, hp ? par : 0, 8);
         store<u32>(r, hp ? 1 : 0, 16);
         store<u64>(r, ext, 32);
-        recInsert(p.table, p.base, EDGE_SIZE, e);
+        recInsert(p.table, p, true, e);
       }
       if (held == NONE) {
         addOwner(p, e, slot);
-        mapSet(m, ext, e);
+        tabInsert(m, extFp(ext), e);
         addHoldings(ix, tier, 1);
       }
       applied++;
@@ -101,8 +106,10 @@ export function tierRemove(ix: Index, slot: u32, tier: i32, exts: usize, n: i32)
   const m = slotMap(ix, slot, tier);
   let found = 0;
   for (let i = 0; i < n; i++) {
-    const e = mapDelete(m, load<u64>(exts + (<usize>i << 3)));
+    const ext = load<u64>(exts + (<usize>i << 3));
+    const e = slotEdge(p, m, ext);
     if (e == NONE) continue;
+    tabDelete(m, extFp(ext), e);
     found++;
     addHoldings(ix, tier, -1);
     dropOwner(p, e, slot);
@@ -110,17 +117,14 @@ export function tierRemove(ix: Index, slot: u32, tier: i32, exts: usize, n: i32)
   return found;
 }
 
-/** Every block of `slot` on this tier goes. */
-export function tierClear(ix: Index, slot: u32, tier: i32): void {
+/** Every block of `slot` on this tier goes; `work` holds a u32 per block of the slot on the tier. */
+export function tierClear(ix: Index, slot: u32, tier: i32, work: usize): void {
   const p = pool(ix, tier);
   const m = slotMap(ix, slot, tier);
-  const cnt = load<u32>(m, 12);
+  const cnt = tabCount(m);
   if (cnt == 0) return;
-  const cap = mapCap(m);
-  for (let i: u32 = 0; i < cap; i++) {
-    const e = mapCellVal(m, i);
-    if (e != NONE) dropOwner(p, e, slot);
-  }
-  mapReset(m);
+  const k = tabValues(m, work);
+  for (let i: u32 = 0; i < k; i++) dropOwner(p, load<u32>(work + (<usize>i << 2)), slot);
+  tabReset(m);
   addHoldings(ix, tier, -<i32>cnt);
 }

@@ -24,7 +24,7 @@ function tokensOf(n: number): Uint32Array {
 }
 
 export async function main(): Promise<string> {
-  const w = getWasm(), L = w.layout;
+  const w = getWasm();
   const hasher = await createXXHash3(Number(PUBLIC_SEED), 0);
   const bench = new Bench({ time: 500 });
   const cases: Case[] = [];
@@ -44,11 +44,11 @@ export async function main(): Promise<string> {
     // Correctness before timing: both implementations agree on these blocks.
     assert.equal(hashBlocksToScratch(tokens, BS, PUBLIC_SEED), blocks);
     viaHashWasm();
-    assert.deepEqual(w.u64(L.R_HASH_A).subarray(0, blocks), out);
+    assert.deepEqual(w.locals().subarray(0, blocks), out);
     // Interop alone: the same token copy, seed write and wasm call, with zero complete blocks.
-    const hashBlocks = w.fn('hashBlocks');
+    const x = w.exports;
     add({ name: `baseline: write tokens + call, 0 blocks n=${n}`, units: n, unit: 'tokens' },
-      () => { w.u32(L.R_TOKENS).set(tokens); w.setParam(L.P_SEED, PUBLIC_SEED); hashBlocks(n, n + 1, 0, 0); });
+      () => { w.writeTokens(tokens); w.setSeed(PUBLIC_SEED); x.hashBlocks(n, n + 1, 0, 0); });
     add({ name: `wasm hashBlocksToScratch n=${n} bs=${BS}`, units: n, unit: 'tokens' },
       () => { hashBlocksToScratch(tokens, BS, PUBLIC_SEED); });
     add({ name: `hash-wasm xxhash3 per block n=${n} bs=${BS}`, units: n, unit: 'tokens' }, viaHashWasm);
@@ -56,7 +56,7 @@ export async function main(): Promise<string> {
 
   for (const blocks of [128, 2048]) {
     hashBlocksToScratch(tokensOf(blocks * BS), BS, PUBLIC_SEED);
-    const locals = w.u64(L.R_HASH_A).slice(0, blocks);
+    const locals = w.locals().slice(0, blocks);
     const seq = new BigUint64Array(blocks), buf = new Uint8Array(16), dv = new DataView(buf.buffer);
     const viaHashWasm = (): void => {
       seq[0] = locals[0];
@@ -70,7 +70,7 @@ export async function main(): Promise<string> {
     };
     chainToScratch(blocks, PUBLIC_SEED);
     viaHashWasm();
-    assert.deepEqual(w.u64(L.R_HASH_B).subarray(0, blocks), seq);
+    assert.deepEqual(w.exts().subarray(0, blocks), seq);
     add({ name: `wasm chainToScratch blocks=${blocks}`, units: blocks, unit: 'blocks' },
       () => { chainToScratch(blocks, PUBLIC_SEED); });
     add({ name: `hash-wasm xxhash3 chain blocks=${blocks}`, units: blocks, unit: 'blocks' }, viaHashWasm);

@@ -10,6 +10,7 @@
  *
  *   node build/dist/bench/kv-ingest.bench.js [trace.jsonl] [--workers=4] [--requests=3000]
  *     [--warmup=1000] [--batch-blocks=512] [--capacity=4096] [--client=1 (0: no selecting client)]
+ *     [--wasm=a.wasm,b.wasm --repeat=3 (the in-process path with each build, alternating)]
  */
 import { Worker } from 'node:worker_threads';
 import { performance as perf } from 'node:perf_hooks';
@@ -17,11 +18,12 @@ import { SelectionServiceBuilder } from '../src/service/service.js';
 import { parseRouterConfig } from '../src/core/config/config.js';
 import { KvIndex } from '../src/core/index/kv-index.js';
 import { WasmPrefixIndex } from '../src/core/index/wasm-index.js';
-import { Wasm } from '../src/core/index/wasm.js';
+import { Wasm, compileWasm } from '../src/core/index/wasm.js';
 import { KvBatchDecoder } from '../src/service/kv-events/decode.js';
 import { BatchApplier } from '../src/service/kv-events/apply.js';
 import { newCounters, type IngestCounters } from '../src/service/kv-events/stats.js';
-import { readTrace } from './mooncake-ops.js';
+import { readFileSync } from 'node:fs';
+import { option, readTrace } from './mooncake-ops.js';
 import { buildIngestWorkload, chainTokens, type IngestWorkload } from './kv-ingest-workload.js';
 
 const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? NaN;
@@ -29,11 +31,27 @@ const mega = (n: number): string => `${(n / 1e6).toFixed(2)}M`;
 const pctOf = (part: number, whole: number): string => `${Math.round((100 * part) / whole)}%`;
 
 function arg(argv: string[], name: string, dflt: number): number {
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i].startsWith(`--${name}=`)) return Number(argv[i].slice(name.length + 3));
-    if (argv[i] === `--${name}`) return Number(argv[i + 1]);
-  }
-  return dflt;
+  const v = option(argv, name);
+  return v === undefined ? dflt : Number(v);
+}
+
+/**
+ * `--wasm=a.wasm,b.wasm`: the in-process path with each build, runs alternating (`--repeat`),
+ * medians per build. The end-to-end part always runs the embedded build.
+ */
+function abRows(wl: IngestWorkload, files: string[], repeat: number): string[] {
+  const mods = files.map((f) => compileWasm(readFileSync(f)));
+  const runs = files.map(() => [] as ReturnType<typeof inProcess>[]);
+  for (let r = 0; r < repeat; r++) mods.forEach((m, k) => runs[k].push(inProcess(wl, m)));
+  const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+  return files.map((f, k) => {
+    const phase = (ph: number): string => {
+      const rate = med(runs[k].map((x) => x.apply[ph].blocks / x.apply[ph].seconds));
+      const share = med(runs[k].map((x) => x.wasmS[ph] / x.apply[ph].seconds));
+      return `${mega(rate)} (${Math.round(100 * share)}% in wasm)`;
+    };
+    return `| ${f} | ${phase(0)} | ${phase(1)} |`;
+  });
 }
 
 /** Batch i of worker w. */
@@ -46,9 +64,9 @@ interface Rates { seconds: number; blocks: number }
  * (its own wasm instance), with the time spent inside the index's wasm calls measured apart
  * (one clock pair per call: per event or per run of removes, not per block).
  */
-function inProcess(wl: IngestWorkload): { decode: Rates[]; apply: Rates[]; wasmS: number[] } {
+function inProcess(wl: IngestWorkload, module?: WebAssembly.Module): { decode: Rates[]; apply: Rates[]; wasmS: number[] } {
   const dec = new KvBatchDecoder();
-  const ix = new WasmPrefixIndex(new Wasm());
+  const ix = new WasmPrefixIndex(new Wasm(module));
   let inWasm = 0;
   const timed = <A extends unknown[]>(f: (...a: A) => number) => (...a: A): number => {
     const t = performance.now();
@@ -109,6 +127,8 @@ export async function main(argv = process.argv.slice(2)): Promise<string> {
   const wl = buildIngestWorkload(chains, { workers, capacity, batchBlocks, splitAt: warmup });
   console.error(`workload: ${wl.batches} batches, ${wl.events} events, ${wl.storedBlocks} stored + ${wl.removedBlocks} removed blocks, ${(wl.bytes / 2 ** 20).toFixed(0)} MiB`);
   const ip = inProcess(wl);
+  const wasmFiles = option(argv, 'wasm')?.split(',') ?? [];
+  const ab = wasmFiles.length === 0 ? [] : abRows(wl, wasmFiles, Math.max(1, arg(argv, 'repeat', 3)));
 
   const service = await new SelectionServiceBuilder(parseRouterConfig({})).build();
   const pub = new Worker(new URL('./kv-ingest-publisher.js', import.meta.url), {
@@ -175,6 +195,14 @@ export async function main(argv = process.argv.slice(2)): Promise<string> {
     latencyRow('during steady-state ingestion', e2e[1].latencies),
     latencyRow('idle (after)', idle),
     '',
+    ...(ab.length === 0 ? [] : [
+      `Decode + apply in process with each wasm build (runs alternating, medians of ${Math.max(1, arg(argv, 'repeat', 3))}):`,
+      '',
+      '| wasm build | warm-up blocks/s | steady-state blocks/s |',
+      '|---|---|---|',
+      ...ab,
+      '',
+    ]),
   ].join('\n');
   console.log(out);
   return out;

@@ -30,6 +30,15 @@ export function mix64(x: bigint): bigint {
   return z ^ (z >> 31n);
 }
 
+/** A bench option given as `--name=value` or `--name value`, else undefined. */
+export function option(argv: readonly string[], name: string): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i].startsWith(`--${name}=`)) return argv[i].slice(name.length + 3);
+    if (argv[i] === `--${name}`) return argv[i + 1];
+  }
+  return undefined;
+}
+
 export function readTrace(path: string, limit = Infinity): number[][] {
   const out: number[][] = [];
   for (const line of readFileSync(path, 'utf8').split('\n')) {

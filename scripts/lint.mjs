@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // Project rules that a generic linter does not know (STYLE.md habits 2, 5 and 6):
 // - src/core and src/sim import no `node:` module (they run in a browser);
-// - only src/core/index/wasm.ts touches `WebAssembly` or `memory.buffer`;
+// - only src/core/index/wasm.ts touches `WebAssembly` or `memory.buffer`, and only it names a
+//   scratch region or parameter cell of assembly/layout.ts (`R_*`, `P_*`): everything else
+//   writes scratch through its typed writers, so no other file computes an offset into it;
 // - only src/service/env.ts reads `process.env`;
 // - no import cycle in src/, and no import across a forbidden arrow (scripts/import-graph.mjs).
 // A small script of our own rather than madge or dependency-cruiser: the rules are a dozen lines,
@@ -31,6 +33,9 @@ for (const file of walk(join(root, 'src'))) {
     }
     if (rel !== 'src/core/index/wasm.ts' && /\bWebAssembly\.|memory\.buffer/.test(line) && !/^\s*(\*|\/\/)/.test(line)) {
       problems.push(`${at}: only src/core/index/wasm.ts may touch WebAssembly or memory.buffer`);
+    }
+    if (rel !== 'src/core/index/wasm.ts' && /\b[RP]_[A-Z][A-Z0-9_]*\b/.test(line) && !/^\s*(\*|\/\/)/.test(line)) {
+      problems.push(`${at}: only src/core/index/wasm.ts may name a scratch region or parameter cell (R_*, P_*)`);
     }
     if (rel !== 'src/service/env.ts' && /process\.env/.test(line) && !/^\s*(\*|\/\/)/.test(line)) {
       problems.push(`${at}: only src/service/env.ts may read process.env`);

@@ -197,6 +197,23 @@ export class ReferenceIndex implements PrefixIndexModel {
   }
 
   /** Number of blocks `slot` holds in `tier` (its lookup size). */
+  /**
+   * Device holdings (slot, node) whose slot does not hold the node's parent (below depth 1). Not
+   * part of the contract: the wasm index keeps this count exactly for its fast match walk, and the
+   * differential tests compare the two after every operation.
+   */
+  orphanCount(): number {
+    let n = 0;
+    const stack = [...this.root.children.values()];
+    for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
+      if (node.parent !== null && node.parent !== this.root) {
+        for (const slot of node.holders.keys()) if (!node.parent.holders.has(slot)) n++;
+      }
+      stack.push(...node.children.values());
+    }
+    return n;
+  }
+
   treeSize(slot: number, tier: Tier): number {
     const map = tier === Tier.Device ? this.lookup.get(slot) : this.tierState(tier).lookup.get(slot);
     return map?.size ?? 0;

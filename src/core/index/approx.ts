@@ -53,11 +53,10 @@ export class ApproxIndex {
   record(workerId: bigint, dpRank: number, locals: BigUint64Array): void {
     const n = locals.length;
     if (n === 0) return;
-    const w = getWasm(), L = w.layout;
-    w.reserve(L.R_HASH_A, n * 8);
-    w.u64(L.R_HASH_A).set(locals);
+    const w = getWasm();
+    w.writeLocals(locals);
     chainToScratch(n, PUBLIC_SEED);
-    const seq = w.u64(L.R_HASH_B).subarray(0, n).slice();
+    const seq = w.exts().slice(0, n);
     const blocks: BlockRef[] = new Array(n);
     for (let i = 0; i < n; i++) blocks[i] = { ext: seq[i], local: locals[i] };
     const applied = Math.max(0, this.index.stored(workerId, dpRank, Tier.Device, null, blocks));

@@ -117,8 +117,9 @@ export class KvIndex {
   }
 
   /**
-   * Match the `n` local hashes already written into `index.hashA()` and compute cache credit
-   * for an input of `isl` tokens. Only ranks with some overlap are returned.
+   * Match the `n` local hashes already in scratch (`hashBlocksToScratch`, or `Wasm.writeLocals`)
+   * and compute cache credit for an input of `isl` tokens. Only ranks with some overlap are
+   * returned.
    */
   matchScratch(n: number, isl: number, w: CreditWeights): RankOverlap[] {
     const ix = this.index;
@@ -136,11 +137,9 @@ export class KvIndex {
     return out;
   }
 
-  /** Match a list of local hashes (copies them into scratch). */
+  /** Match a list of local hashes (copied into scratch in one typed-array copy). */
   match(locals: ArrayLike<bigint>, isl: number, w: CreditWeights): RankOverlap[] {
-    this.index.reserveHashes(locals.length);
-    const a = this.index.hashA();
-    for (let i = 0; i < locals.length; i++) a[i] = locals[i];
+    this.index.wasm.writeLocals(locals);
     return this.matchScratch(locals.length, isl, w);
   }
 
@@ -152,11 +151,9 @@ export class KvIndex {
     const s = this.slots.find(workerId, dpRank);
     if (s < 0 || locals.length === 0) return [];
     const ix = this.index;
-    ix.reserveHashes(locals.length);
-    const a = ix.hashA();
-    for (let i = 0; i < locals.length; i++) a[i] = locals[i];
+    ix.wasm.writeLocals(locals);
     const d = ix.chainExtsN(locals.length, s);
-    return d > 0 ? Array.from(ix.hashB().subarray(0, d)) : [];
+    return d > 0 ? Array.from(ix.wasm.exts().subarray(0, d)) : [];
   }
 
   /** Blocks a worker rank holds on a tier. */

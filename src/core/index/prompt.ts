@@ -103,22 +103,22 @@ export class PromptNormalizer {
     const eagle = p.is_eagle ?? scope.isEagle;
     const mm = mmOf(routing ? routing.block_mm_infos : p.block_mm_infos);
     const lora = p.lora_name || null, salt = p.cache_salt || null;
-    const w = getWasm(), L = w.layout;
+    const w = getWasm();
     const n = hashBlocksToScratch(tokens, scope.blockSize, publicBlockSeed(lora, salt), { eagle, mm });
     const locals = new BigUint64Array(n);
-    if (n > 0) locals.set(w.u64(L.R_HASH_A).subarray(0, n));
+    if (n > 0) locals.set(w.locals().subarray(0, n));
     const seq = new BigUint64Array(n);
     if (n > 0) {
       if (!assumeKvReuse) {
         for (let i = 0; i < n; i++) seq[i] = this.rng.u64();
       } else if (this.tracking.mode === 'public-xxh3-v1') {
         chainToScratch(n, PUBLIC_SEED);
-        seq.set(w.u64(L.R_HASH_B).subarray(0, n));
+        seq.set(w.exts().subarray(0, n));
       } else {
         const seeds = this.keyedSeeds(scope, salt, lora, eagle);
         hashBlocksToScratch(tokens, scope.blockSize, seeds.blockSeed, { eagle, mm });
         chainToScratch(n, seeds.chainSeed);
-        seq.set(w.u64(L.R_HASH_B).subarray(0, n));
+        seq.set(w.exts().subarray(0, n));
       }
     }
     return { isl: tokens.length, nBlocks: n, locals, seq, seqWords: words(seq), loraName: p.lora_name, fromHashes: false };

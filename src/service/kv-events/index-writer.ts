@@ -7,9 +7,9 @@
  */
 import type { KvIndex } from '../../core/index/kv-index.js';
 import type { Tier } from '../../core/index/index-types.js';
-import type { Layout, Wasm } from '../../core/index/wasm.js';
+import type { Wasm } from '../../core/index/wasm.js';
 import type { WasmPrefixIndex } from '../../core/index/wasm-index.js';
-import { PUBLIC_SEED, publicBlockSeed, writeMmScratch, xxh3 } from '../../core/index/hashing.js';
+import { PUBLIC_SEED, publicBlockSeed, xxh3 } from '../../core/index/hashing.js';
 import { mmHashesOfBlock, type DecodedBatch, type DecodedStored } from './decode.js';
 
 /** Seeds of (lora_name, namespace) pairs as (lo, hi) words; bounded (cleared past the cap). */
@@ -36,17 +36,10 @@ function seedWords(lora: string | null, ns: string): readonly [number, number] {
 export class IndexWriter {
   private readonly ix: WasmPrefixIndex;
   private readonly w: Wasm;
-  private readonly L: Layout;
 
   constructor(index: KvIndex) {
     this.ix = index.index;
     this.w = this.ix.wasm;
-    this.L = this.w.layout;
-  }
-
-  private reserve(nTokens: number, nHashes: number): void {
-    this.w.reserve(this.L.R_TOKENS, nTokens * 4);
-    this.ix.reserveHashes(nHashes);
   }
 
   /**
@@ -58,23 +51,20 @@ export class IndexWriter {
     const n = e.count, blockSize = e.blockSize, tier = e.tier;
     const nTokens = Math.min(e.tokenCount, n * blockSize + (e.eagle ? 1 : 0));
     const seed = seedWords(e.loraName, ns);
-    // Multimodal hashes first: computing them may use R_BYTES / P_SEED of the shared module.
+    // Multimodal hashes first: computing them uses R_BYTES / P_SEED of the shared module.
     const mm = e.extraKeys === null ? null : this.mmOf(e, Math.min(n, e.extraKeys.length));
-    this.reserve(nTokens, n);
-    if (mm !== null) writeMmScratch(this.w, mm, n); // may grow memory: before any view below is taken
-    const w = this.w, L = this.L;
-    w.u32(L.R_TOKENS).set(batch.tokens.subarray(e.tokenStart, e.tokenStart + nTokens));
-    w.u32(L.R_HASH_B).set(batch.hashes.subarray(2 * e.hashStart, 2 * (e.hashStart + n)));
-    const p = w.u32(L.R_PARAMS);
-    p[2 * L.P_SEED] = seed[0]; p[2 * L.P_SEED + 1] = seed[1];
-    p[2 * L.P_PARENT] = e.parentLo; p[2 * L.P_PARENT + 1] = e.parentHi;
+    const w = this.w;
+    if (mm !== null) w.writeMm(mm, n);
+    w.writeTokens(batch.tokens.subarray(e.tokenStart, e.tokenStart + nTokens));
+    w.writeExtWords(batch.hashes.subarray(2 * e.hashStart, 2 * (e.hashStart + n)));
+    w.setSeedWords(seed[0], seed[1]);
+    w.setParentWords(e.parentLo, e.parentHi);
     return this.ix.storeTokensN(slot, tier, e.hasParent, n, nTokens, blockSize, e.eagle, mm !== null);
   }
 
   /** Remove hashes `[start, start + count)` of `words` from `slot`; returns how many it held. */
   remove(slot: number, tier: Tier, words: Uint32Array, start: number, count: number): number {
-    this.reserve(0, count);
-    this.w.u32(this.L.R_HASH_B).set(words.subarray(2 * start, 2 * (start + count)));
+    this.w.writeExtWords(words.subarray(2 * start, 2 * (start + count)));
     return this.ix.removeN(slot, tier, count);
   }
 

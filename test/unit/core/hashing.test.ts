@@ -58,14 +58,14 @@ test('publicBlockSeed: empty strings are absent; both parts add with wrapping', 
   const enc = new TextEncoder();
   const both = BigInt.asUintN(64, 1337n + await refXxh3(enc.encode('lora-é'), 0n) + await refXxh3(enc.encode('ns'), 1n));
   assert.equal(publicBlockSeed('lora-é', 'ns'), both);
-  assert.equal(getWasm().param(getWasm().layout.P_SEED), both); // left ready for hashBlocks
+  assert.equal(getWasm().seed(), both); // left ready for hashBlocks
 });
 
 test('xxh3() restores P_SEED', () => {
   const w = getWasm();
-  w.setParam(w.layout.P_SEED, 42n);
+  w.setSeed(42n);
   xxh3(new Uint8Array([1, 2, 3]), 7n);
-  assert.equal(w.param(w.layout.P_SEED), 42n);
+  assert.equal(w.seed(), 42n);
 });
 
 test('EAGLE block counts (§1.5): windows of bs + 1 tokens, stride bs', async () => {
@@ -137,16 +137,16 @@ test('block hashing matches the hash-wasm reference (bs 1..64, eagle, mm incl. h
 });
 
 test('hashBlocks reports a too-small region instead of reading past it', () => {
-  const w = getWasm(), L = w.layout;
-  const tooMany = w.capacity(L.R_TOKENS) / 4 + 16;
-  assert.equal(w.fn('hashBlocks')(tooMany, 16, 0, 0), -1);
-  assert.throws(() => chainToScratch(w.capacity(L.R_HASH_A) / 8 + 1, PUBLIC_SEED), RangeError);
+  const w = getWasm();
+  const tooMany = 1 << 30; // far beyond R_TOKENS
+  assert.equal(w.exports.hashBlocks(tooMany, 16, 0, 0), -1);
+  assert.throws(() => chainToScratch(w.localsCapacity() + 1, PUBLIC_SEED), RangeError);
 });
 
 // STYLE habit 3: hot exports allocate nothing. 100,000 calls each after a warm-up.
 test('hashBlocks and chainHashes do not grow wasm memory over 100,000 calls each', () => {
-  const w = getWasm(), L = w.layout;
-  const hashBlocks = w.fn('hashBlocks'), chainHashes = w.fn('chainHashes');
+  const w = getWasm();
+  const { hashBlocks, chainHashes } = w.exports;
   const r = rng(7);
   const tokens = Array.from({ length: 2048 }, () => r() % 150_000);
   const mm = Array.from({ length: 128 }, (_, i) => (i % 9 === 0 ? [u64(r), u64(r), 5n] : null));
@@ -161,9 +161,9 @@ test('hashBlocks and chainHashes do not grow wasm memory over 100,000 calls each
   assert.equal(w.memoryBytes(), before);
   // The work was real: the last calls produced the expected hashes.
   assert.equal(hashBlocks(2048, 16, 0, 1), 128);
-  assert.deepEqual(Array.from(w.u64(L.R_HASH_A).subarray(0, 128)), withMm);
+  assert.deepEqual(Array.from(w.locals().subarray(0, 128)), withMm);
   assert.equal(hashBlocks(2048, 16, 0, 0), 128);
-  assert.deepEqual(Array.from(w.u64(L.R_HASH_A).subarray(0, 128)), plain);
+  assert.deepEqual(Array.from(w.locals().subarray(0, 128)), plain);
   chainHashes(128);
-  assert.deepEqual(Array.from(w.u64(L.R_HASH_B).subarray(0, 128)), sequenceHashes(plain));
+  assert.deepEqual(Array.from(w.exts().subarray(0, 128)), sequenceHashes(plain));
 });

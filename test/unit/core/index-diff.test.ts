@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { Tier } from '../../../src/core/index/index-types.js';
 import type { Holding, MatchRow, PrefixIndexModel } from '../../../src/core/index/index-types.js';
 import { ReferenceIndex } from '../../reference/index-model.js';
-import { randomWorkload } from '../../reference/workload.js';
+import { applyOp, randomWorkload } from '../../reference/workload.js';
 import type { Op, WorkloadOptions } from '../../reference/workload.js';
 import { parseMooncake, replayMooncake } from '../../reference/mooncake.js';
 import type { MooncakeRequest } from '../../reference/mooncake.js';
@@ -46,6 +46,13 @@ for (const [seed, slots, ops, tiers] of [[101, 200, 2500, true], [102, 200, 2500
     opts: { seed, slots, ops, tiers, sharedPrefixes: 8, maxDepth: 16, hotSlotBias: 0.2 },
   });
 }
+
+// Wide nodes: a root with hundreds of children (child arrays growing and shrinking) and blocks
+// held by hundreds of slots (holder sets switching between their linear and hashed forms).
+CASES.push({
+  name: 'seed 105, 400 slots, 4000 ops, 160 root chains',
+  opts: { seed: 105, slots: 400, ops: 4000, tiers: false, sharedPrefixes: 160, maxDepth: 5, branches: 40, hotSlotBias: 0.05 },
+});
 
 const opsCache = new Map<number, Op[]>();
 function opsOf(c: Case): Op[] {
@@ -104,6 +111,28 @@ describe('wasm vs reference', () => {
       release(wasm);
     }
   });
+});
+
+describe('wasm orphan count (the fast match walk applies at 0) against the reference', () => {
+  // A holding is an orphan when its slot does not hold the block's parent; the wasm index keeps
+  // the count incrementally (stores, removes, cascades, clears) and must agree after every op.
+  for (const c of CASES.filter((x) => [3, 4, 7, 101, 105].includes(x.opts.seed))) {
+    it(c.name, () => {
+      const ref = new ReferenceIndex(), wasm = new WasmPrefixIndex();
+      let closedMatches = 0;
+      try {
+        for (const [i, o] of opsOf(c).entries()) {
+          applyOp(ref, o);
+          applyOp(wasm, o);
+          assert.equal(wasm.orphanCount(), ref.orphanCount(), `after op ${i} (${o.op})`);
+          if (o.op === 'match' && ref.orphanCount() === 0) closedMatches++;
+        }
+      } finally {
+        wasm.destroy();
+      }
+      assert.ok(closedMatches > 0, 'some matches ran the fast walk');
+    });
+  }
 });
 
 describe('reference vs reference (harness self-check)', () => {

@@ -7,13 +7,11 @@ import { PUBLIC_SEED, blockHashes, publicBlockSeed } from '../../../src/core/ind
 /** Writes an event's tokens, engine hashes and seed into scratch the way the KV-event path does. */
 function storeTokens(ix: WasmPrefixIndex, slot: number, tokens: number[], exts: bigint[], bs: number, seed: bigint,
   parent: bigint | null = null): number {
-  const w = ix.wasm, L = w.layout;
-  w.reserve(L.R_TOKENS, tokens.length * 4);
-  ix.reserveHashes(exts.length);
-  w.u32(L.R_TOKENS).set(tokens);
-  ix.hashB().set(exts);
-  w.setParam(L.P_SEED, seed);
-  w.setParam(L.P_PARENT, parent ?? 0n);
+  const w = ix.wasm;
+  w.writeTokens(tokens);
+  w.writeExts(exts);
+  w.setSeed(seed);
+  w.setParent(parent ?? 0n);
   return ix.storeTokensN(slot, Tier.Device, parent !== null, exts.length, tokens.length, bs, false, false);
 }
 

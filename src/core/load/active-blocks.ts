@@ -17,6 +17,8 @@
  * Hashes arrive as (lo, hi) u32 words; nothing creates a BigInt.
  */
 
+import { mixWords } from '../index/word-table.js';
+
 const NIL = -1;
 
 /** The home cell of a hash (murmur3 finalizer over its two words, as U64Counts mixes them). */
@@ -28,12 +30,7 @@ function mixHash(lo: number, hi: number): number {
 }
 
 /** The home cell of a (hash, row) pair. */
-function mixPair(lo: number, hi: number, row: number): number {
-  let h = Math.imul(lo ^ Math.imul(hi, 0x9e3779b1) ^ Math.imul(row + 1, 0x27d4eb2d), 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  return h ^ (h >>> 16);
-}
+const mixPair = mixWords;
 
 export class ActiveBlocks {
   // ---- entries: one per held (hash, row), stable ids (a free list reuses them) ----

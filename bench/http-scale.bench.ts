@@ -6,9 +6,10 @@
  *   route, with the difference (what the service adds to parsing a body);
  * - throughput of `/select_and_reserve` + `DELETE` with 32 concurrent clients, against the bare
  *   routes, and the ratio.
- * Rounds alternate service / bare so machine noise hits both alike.
+ * Rounds alternate service / bare so machine noise hits both alike; each route first gets `--warmup`
+ * unmeasured sequential requests on both servers.
  *
- *   node build/dist/bench/http-scale.bench.js [--workers=128,1024,8000] [--requests=400] [--seconds=3]
+ *   node build/dist/bench/http-scale.bench.js [--workers=128,1024,8000] [--requests=400] [--seconds=3] [--warmup=200]
  */
 import { spawn } from 'node:child_process';
 import { Agent, request } from 'node:http';
@@ -22,6 +23,7 @@ const FLEETS = arg('workers', '128,1024,8000').split(',').map(Number);
 const REQUESTS = Number(arg('requests', '400'));
 const SECONDS = Number(arg('seconds', '3'));
 const CLIENTS = 32;
+const WARMUP = Number(arg('warmup', '200'));
 
 const agent = new Agent({ keepAlive: true, maxSockets: CLIENTS });
 
@@ -83,6 +85,9 @@ for (const w of FLEETS) {
   const first = await createInterface({ input: server.stdout })[Symbol.asyncIterator]().next();
   const ports = JSON.parse(first.value as string) as { service: number; bare: number };
   for (const route of ['/select', '/select_and_reserve'] as const) {
+    // warm-up, not measured: the first few hundred requests of a fresh process run while V8 is
+    // still compiling the route (its first 100 measured 20-50% slower than the next 100)
+    for (const port of [ports.service, ports.bare]) await sequential(port, route, WARMUP, `w${port}`);
     const s: number[] = [], b: number[] = [];
     for (let round = 0; round < 4; round++) {
       s.push(...await sequential(ports.service, route, REQUESTS / 4, `s${round}`));

@@ -3,7 +3,7 @@
  * end in the core (schema parse, prompt hashing in wasm, tiered match, load projection, cost,
  * pick, booking), against the wasm hashing + match alone as the interop-cost baseline.
  *
- *   node build/dist/bench/select.bench.js [--workers 8,32,128] [--tokens 2048]
+ *   node build/dist/bench/select.bench.js [--workers 8,32,128,1024,8000] [--tokens 2048]
  *
  * Setup per W: W workers (dp 1, block size 16), each holding a random-length prefix (0..100%)
  * of one of 4 shared 2048-token conversations in its device tier, and 16 live bookings spread
@@ -41,7 +41,7 @@ function setup(workers: number, tokens: number) {
 }
 
 async function main(): Promise<void> {
-  const workerCounts = arg('--workers', '8,32,128').split(',').map(Number);
+  const workerCounts = arg('--workers', '8,32,128,1024,8000').split(',').map(Number);
   const tokens = Number(arg('--tokens', '2048'));
   const rows: string[] = ['| case | p50 µs | p99 µs | ops/s |', '|---|---|---|---|'];
   for (const W of workerCounts) {

@@ -311,7 +311,7 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
     try {
       // without a client value: the booked rank's own cache credit (only its overlap row is needed)
       const effective = req.effective_prefill_tokens ?? effectivePrefillTokens(prompt.isl,
-        this.sched.overlapCache(part, prompt, eff).get(`${req.worker_id}:${dpRank}`)?.cachedTokens ?? 0);
+        this.sched.overlapByKey(part, prompt, eff).get(`${req.worker_id}:${dpRank}`)?.cachedTokens ?? 0);
       this.booker.book(this.booker.fixedChoice(part, entry, dpRank, prompt), id, track, effective, req.expected_output_tokens, req.lora_name);
       this.reservations.commit(claim, req.worker_id, dpRank);
     } catch (err) {
@@ -439,7 +439,7 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
   /** The prompt's tiered overlap on every schedulable rank (the predicted side index merged in, as for selection). */
   overlapScores(input: unknown): OverlapScoresResponse {
     const { part, prompt, eff } = this.open(this.parse(PromptQuerySchema, input) as PromptRequest);
-    const rows = overlapScoreRows(this.sched.overlapCache(part, prompt, eff), part.schedulableRanks());
+    const rows = overlapScoreRows(this.sched.overlapByKey(part, prompt, eff), part.schedulableRanks());
     return {
       block_size: part.blockSize, num_blocks: prompt.nBlocks, workers: rows,
       shared_cache: { enabled: false, total_hit_blocks: 0, ranges: [], error: null },

@@ -65,7 +65,8 @@ export class Booker {
   /** Book a choice under `id` (the claim is the caller's). */
   book(c: Choice, id: string, track: boolean, prefillTokens: number, expectedOutputTokens: number | undefined, loraName: string | undefined): void {
     const w = c.entry.req.worker_id;
-    const ok = c.part.loads.book(id, w, c.dpRank, {
+    const loads = c.part.loads;
+    const ok = loads.bookRow(id, c.row >= 0 ? c.row : loads.rowOf(w, c.dpRank), {
       seq: c.prompt.seqWords, nBlocks: c.prompt.nBlocks, trackPrefillTokens: track, prefillTokens,
       expectedOutputTokens, islTokens: c.prompt.isl, loraName,
     });
@@ -101,7 +102,7 @@ export class Booker {
   /** A Choice for a fixed worker rank (explicit and replayed bookings). */
   fixedChoice(part: Partition, entry: WorkerEntry, dpRank: number, prompt: NormalizedPrompt): Choice {
     return {
-      part, entry, dpRank, prompt, overlap: { longest_matched: 0, gpu: 0, dp: {}, cpu: 0, disk: 0 },
+      part, entry, dpRank, row: -1, prompt, overlap: { longest_matched: 0, gpu: 0, dp: {}, cpu: 0, disk: 0 },
       effectivePrefillTokens: 0, potentialDecodeBlocks: 0, activePrefillTokens: 0,
     };
   }

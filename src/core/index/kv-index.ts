@@ -137,6 +137,21 @@ export class KvIndex {
     return out;
   }
 
+  /**
+   * The hot form of {@link match}: matches `locals` and computes their cache credit, leaving the
+   * rows in the wasm output regions, by slot and with no object per row (read them with
+   * `index.rowSlots()`, `rowDevice()`, `rowHost()`, `rowDisk()`, `rowExternal()`,
+   * `rowCachedTokens()`; a slot's rank is `slots.get(slot)`). Returns the row count; the regions
+   * stay valid until the next index call.
+   */
+  matchRows(locals: ArrayLike<bigint>, isl: number, w: CreditWeights): number {
+    const ix = this.index;
+    ix.wasm.writeLocals(locals);
+    const rows = ix.matchN(locals.length);
+    ix.credit(rows, this.blockSize, isl, w.overlapScoreCredit, w.hostCacheHitWeight, w.diskCacheHitWeight);
+    return rows;
+  }
+
   /** Match a list of local hashes (copied into scratch in one typed-array copy). */
   match(locals: ArrayLike<bigint>, isl: number, w: CreditWeights): RankOverlap[] {
     this.index.wasm.writeLocals(locals);

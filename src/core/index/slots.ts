@@ -12,6 +12,8 @@ export class SlotTable {
   private readonly bySlot: ((WorkerRank & { key: string }) | null)[] = [];
   private readonly byKey = new Map<string, number>();
   private readonly free: number[] = [];
+  /** Bumped whenever a slot is given to a rank or released (callers cache slot -> rank maps by it). */
+  version = 0;
 
   private static key(workerId: bigint, dpRank: number): string { return rankKeyOf(workerId, dpRank); }
 
@@ -35,6 +37,7 @@ export class SlotTable {
       this.bySlot.push({ workerId, dpRank, key: k });
     }
     this.byKey.set(k, slot);
+    this.version++;
     return slot;
   }
 
@@ -45,6 +48,7 @@ export class SlotTable {
     this.byKey.delete(w.key);
     this.bySlot[slot] = null;
     this.free.push(slot);
+    this.version++;
   }
 
   /** (worker, rank) and key of a live slot. */

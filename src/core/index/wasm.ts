@@ -345,6 +345,8 @@ export class Wasm {
   locals(): BigUint64Array { return this.u64(this.L.R_HASH_A); }
   /** R_HASH_B: engine or sequence hashes (chainHashes / chainExts output). */
   exts(): BigUint64Array { return this.u64(this.L.R_HASH_B); }
+  /** {@link exts} as (lo, hi) u32 words: word 2i is the low word of hash i (no BigInt per hash). */
+  extWords(): Uint32Array { return this.u32(this.L.R_HASH_B); }
   rowSlots(): Uint32Array { return this.u32(this.L.R_OUT_SLOT); }
   rowDevice(): Uint32Array { return this.u32(this.L.R_OUT_DEV); }
   rowHost(): Uint32Array { return this.u32(this.L.R_OUT_HOST); }

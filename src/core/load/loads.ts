@@ -4,10 +4,16 @@
  * requests counts once), prefill tokens until prefill completes, output blocks (random hashes,
  * never shared) with optional decay weights, and the expiry guard by absolute age.
  *
+ * Each rank is a dense row: its numbers live in typed arrays indexed by row (active prefill
+ * tokens, live requests; decode blocks in the partition's {@link ActiveBlocks} table), so
+ * selection reads every rank's load without a lookup by key or an object per rank. Rows are
+ * made by {@link ActiveLoads.addRank} and reused after {@link ActiveLoads.removeRank}; `gen`
+ * tells a reused row from the rank that held it before.
+ *
  * Tracking hashes arrive as (lo, hi) u32 word pairs (`NormalizedPrompt.seqWords`), so nothing on
  * this path creates a BigInt per block.
  */
-import { U64Counts } from './u64-counts.js';
+import { ActiveBlocks } from './active-blocks.js';
 import { PrefillRates } from './prefill-rate.js';
 import { rankKeyOf as rankKey, type WorkerRank } from '../index/slots.js';
 import type { Clock, Rng } from '../random.js';
@@ -41,7 +47,7 @@ export interface RankLoad { activePrefillTokens: number; activeDecodeBlocks: num
 
 interface Booking {
   readonly id: string;
-  readonly rank: RankState;
+  readonly row: number;
   /** Prompt then output hashes, as word pairs (output blocks appended). */
   words: Uint32Array;
   nBlocks: number;
@@ -54,19 +60,29 @@ interface Booking {
   readonly loraName?: string;
 }
 
-interface RankState {
-  readonly workerId: bigint;
-  readonly dpRank: number;
-  readonly blocks: U64Counts;
-  readonly requests: Map<string, Booking>;
-  prefillTokens: number;
-}
-
+const ZERO_LOAD: Readonly<RankLoad> = Object.freeze({ activePrefillTokens: 0, activeDecodeBlocks: 0, activeRequests: 0 });
 
 export class ActiveLoads {
   private readonly o: LoadsOptions;
-  private readonly byRank = new Map<string, RankState>();
+  /** Every rank's blocks (decode accounting and the prefix depth of a prompt). */
+  readonly blocks = new ActiveBlocks();
+  /** `worker:rank` key -> row, in the order ranks were added. */
+  private readonly rows = new Map<string, number>();
   private readonly byId = new Map<string, Booking>();
+  private rowWorker: bigint[] = [];
+  private rowRank: number[] = [];
+  private rowKey: string[] = [];
+  private rowRequests: (Map<string, Booking> | null)[] = [];
+  private freeRows: number[] = [];
+  private cap = 0;
+  /** Per row: active prefill tokens. */
+  prefill: Float64Array = new Float64Array(0);
+  /** Per row: live bookings. */
+  requests: Int32Array = new Int32Array(0);
+  /** Per row: bumped each time the row is given to a rank. */
+  gen: Uint32Array = new Uint32Array(0);
+  /** Bumped whenever a rank is added or removed. */
+  epoch = 0;
   /** Prefill throughput per rank, learned from bookings and their prefill completions. */
   readonly prefillRates = new PrefillRates();
 
@@ -75,34 +91,87 @@ export class ActiveLoads {
   /** Makes sure a rank exists (a schedulable rank reports zero load). */
   addRank(workerId: bigint, dpRank: number): void {
     const k = rankKey(workerId, dpRank);
-    if (!this.byRank.has(k)) {
-      this.byRank.set(k, { workerId, dpRank, blocks: new U64Counts(), requests: new Map(), prefillTokens: 0 });
+    if (this.rows.has(k)) return;
+    let row: number;
+    if (this.freeRows.length > 0) {
+      row = this.freeRows.pop() as number;
+    } else {
+      row = this.rowKey.length;
+      this.grow(row + 1);
+      this.rowKey.push(k);
+      this.rowWorker.push(workerId);
+      this.rowRank.push(dpRank);
+      this.rowRequests.push(null);
     }
+    this.rowKey[row] = k;
+    this.rowWorker[row] = workerId;
+    this.rowRank[row] = dpRank;
+    this.rowRequests[row] = new Map();
+    this.prefill[row] = 0;
+    this.requests[row] = 0;
+    this.gen[row]++;
+    this.blocks.resetRow(row);
+    this.rows.set(k, row);
+    this.epoch++;
+  }
+
+  private grow(rows: number): void {
+    if (rows <= this.cap) return;
+    let cap = Math.max(16, this.cap);
+    while (cap < rows) cap *= 2;
+    const p = new Float64Array(cap), r = new Int32Array(cap), g = new Uint32Array(cap);
+    p.set(this.prefill);
+    r.set(this.requests);
+    g.set(this.gen);
+    this.prefill = p;
+    this.requests = r;
+    this.gen = g;
+    this.cap = cap;
+    this.blocks.ensureRows(cap);
   }
 
   /** Removes a rank and every booking on it; returns the freed ids. */
   removeRank(workerId: bigint, dpRank: number): string[] {
     const k = rankKey(workerId, dpRank);
-    const st = this.byRank.get(k);
-    if (!st) return [];
-    const ids = [...st.requests.keys()];
-    for (const id of ids) this.byId.delete(id);
-    this.byRank.delete(k);
+    const row = this.rows.get(k);
+    if (row === undefined) return [];
+    const reqs = this.rowRequests[row] as Map<string, Booking>;
+    const ids = [...reqs.keys()];
+    for (const b of reqs.values()) {
+      for (let i = 0; i < b.nBlocks; i++) this.blocks.dec(b.words[2 * i], b.words[2 * i + 1], row);
+      this.byId.delete(b.id);
+    }
+    this.blocks.resetRow(row);
+    this.rowRequests[row] = null;
+    this.prefill[row] = 0;
+    this.requests[row] = 0;
+    this.rows.delete(k);
+    this.freeRows.push(row);
+    this.epoch++;
     this.prefillRates.removeRank(k);
     return ids;
   }
 
   /** Every rank known here. */
   ranks(): WorkerRank[] {
-    return [...this.byRank.values()].map((s) => ({ workerId: s.workerId, dpRank: s.dpRank }));
+    return [...this.rows.values()].map((r) => ({ workerId: this.rowWorker[r], dpRank: this.rowRank[r] }));
   }
+
+  /** The row of a rank, or -1. */
+  rowOf(workerId: bigint, dpRank: number): number { return this.rows.get(rankKey(workerId, dpRank)) ?? -1; }
+
+  /** The row of a `worker:rank` key, or -1. */
+  rowOfKey(key: string): number { return this.rows.get(key) ?? -1; }
+
+  /** The `worker:rank` key of a live row. */
+  keyOf(row: number): string { return this.rowKey[row]; }
 
   has(id: string): boolean { return this.byId.has(id); }
 
   /** The rank a booking is on. */
   rankOf(id: string): WorkerRank | undefined {
     const b = this.byId.get(id);
-    return b ? { workerId: b.rank.workerId, dpRank: b.rank.dpRank } : undefined;
+    return b ? { workerId: this.rowWorker[b.row], dpRank: this.rowRank[b.row] } : undefined;
   }
 
   /** Number of live bookings. */
@@ -113,20 +182,25 @@ export class ActiveLoads {
    * unknown rank: bookings never re-create a removed rank.
    */
   book(id: string, workerId: bigint, dpRank: number, input: BookingInput): boolean {
-    if (this.byId.has(id)) return false;
-    const st = this.byRank.get(rankKey(workerId, dpRank));
-    if (!st) return false;
+    return this.bookRow(id, this.rowOf(workerId, dpRank), input);
+  }
+
+  /** {@link book} on a row (-1: unknown rank). */
+  bookRow(id: string, row: number, input: BookingInput): boolean {
+    if (this.byId.has(id) || row < 0 || this.rowRequests[row] === null) return false;
     const n = input.nBlocks;
     const words = new Uint32Array(Math.max(4, n * 2));
     words.set(input.seq.subarray(0, n * 2));
-    for (let i = 0; i < n; i++) st.blocks.inc(words[2 * i], words[2 * i + 1]);
+    const blocks = this.blocks;
+    for (let i = 0; i < n; i++) blocks.inc(words[2 * i], words[2 * i + 1], row);
     const prefill = input.trackPrefillTokens && input.prefillTokens > 0 ? input.prefillTokens : 0;
     const b: Booking = {
-      id, rank: st, words, nBlocks: n, prefillTokens: prefill, prefillDone: prefill === 0, uncachedTokens: Math.max(input.prefillTokens, 0),
+      id, row, words, nBlocks: n, prefillTokens: prefill, prefillDone: prefill === 0, uncachedTokens: Math.max(input.prefillTokens, 0),
       admittedAt: this.o.clock.now(), expectedOutputTokens: input.expectedOutputTokens, loraName: input.loraName,
     };
-    st.prefillTokens += prefill;
-    st.requests.set(id, b);
+    this.prefill[row] += prefill;
+    (this.rowRequests[row] as Map<string, Booking>).set(id, b);
+    this.requests[row]++;
     this.byId.set(id, b);
     return true;
   }
@@ -140,9 +214,9 @@ export class ActiveLoads {
     const b = this.byId.get(id);
     if (!b) return null;
     if (!b.prefillDone) {
-      b.rank.prefillTokens -= b.prefillTokens;
+      this.prefill[b.row] -= b.prefillTokens;
       b.prefillDone = true;
-      this.prefillRates.observe(rankKey(b.rank.workerId, b.rank.dpRank), b.prefillTokens, b.admittedAt, this.o.clock.now());
+      this.prefillRates.observe(this.rowKey[b.row], b.prefillTokens, b.admittedAt, this.o.clock.now());
     }
     const uncachedTokens = b.uncachedTokens;
     b.uncachedTokens = 0;
@@ -166,12 +240,12 @@ export class ActiveLoads {
     b.words[2 * b.nBlocks] = lo;
     b.words[2 * b.nBlocks + 1] = hi;
     b.nBlocks++;
-    const blocks = b.rank.blocks;
-    blocks.inc(lo, hi);
+    const blocks = this.blocks, row = b.row;
+    blocks.inc(lo, hi, row);
     if (decayFraction !== undefined) {
       for (let i = 0; i < b.nBlocks; i++) {
         const wl = b.words[2 * i], wh = b.words[2 * i + 1];
-        if (blocks.count(wl, wh) === 1) blocks.setWeight(wl, wh, decayFraction);
+        if (blocks.count(wl, wh, row) === 1) blocks.setWeight(wl, wh, row, decayFraction);
       }
     }
     return true;
@@ -181,10 +255,12 @@ export class ActiveLoads {
   free(id: string): boolean {
     const b = this.byId.get(id);
     if (!b) return false;
-    const st = b.rank;
-    if (!b.prefillDone) st.prefillTokens -= b.prefillTokens;
-    for (let i = 0; i < b.nBlocks; i++) st.blocks.dec(b.words[2 * i], b.words[2 * i + 1]);
-    st.requests.delete(id);
+    const row = b.row;
+    if (!b.prefillDone) this.prefill[row] -= b.prefillTokens;
+    const blocks = this.blocks;
+    for (let i = 0; i < b.nBlocks; i++) blocks.dec(b.words[2 * i], b.words[2 * i + 1], row);
+    (this.rowRequests[row] as Map<string, Booking>).delete(id);
+    this.requests[row]--;
     this.byId.delete(id);
     return true;
   }
@@ -201,16 +277,19 @@ export class ActiveLoads {
   /** Current load of a rank (zero for an unknown rank). */
   rankLoad(workerId: bigint, dpRank: number): RankLoad { return this.loadOf(rankKey(workerId, dpRank)); }
 
-  /** {@link rankLoad} by `worker:rank` key (the selection path has the key already). */
+  /** {@link rankLoad} by `worker:rank` key. */
   loadOf(key: string): RankLoad {
-    const st = this.byRank.get(key);
-    if (!st) return { activePrefillTokens: 0, activeDecodeBlocks: 0, activeRequests: 0 };
-    return {
-      activePrefillTokens: st.prefillTokens,
-      activeDecodeBlocks: Math.round(st.blocks.weightedSize()),
-      activeRequests: st.requests.size,
-    };
+    const row = this.rows.get(key);
+    return row === undefined ? { ...ZERO_LOAD } : this.loadOfRow(row);
   }
+
+  /** {@link rankLoad} of a live row. */
+  loadOfRow(row: number): RankLoad {
+    return { activePrefillTokens: this.prefill[row], activeDecodeBlocks: this.decodeOf(row), activeRequests: this.requests[row] };
+  }
+
+  /** A live row's active decode blocks: its distinct blocks, weighted by decay, rounded. */
+  decodeOf(row: number): number { return Math.round(this.blocks.weightedSize(row)); }
 
   /**
    * The contiguous prefix depth of `seq` (word pairs) already active on a rank: how many of the
@@ -222,16 +301,14 @@ export class ActiveLoads {
 
   /** {@link overlapDepth} by `worker:rank` key. */
   depthOf(key: string, seq: Uint32Array, nBlocks: number): number {
-    const st = this.byRank.get(key);
-    if (!st || st.blocks.size === 0) return 0;
-    let d = 0;
-    while (d < nBlocks && st.blocks.has(seq[2 * d], seq[2 * d + 1])) d++;
-    return d;
+    const row = this.rows.get(key);
+    if (row === undefined || this.blocks.sizeOf(row) === 0) return 0;
+    return this.blocks.depthOn(row, seq, nBlocks);
   }
 
   /** Live booking ids on a rank (inspection, tests). */
   idsOn(workerId: bigint, dpRank: number): string[] {
-    const st = this.byRank.get(rankKey(workerId, dpRank));
-    return st ? [...st.requests.keys()] : [];
+    const row = this.rows.get(rankKey(workerId, dpRank));
+    return row === undefined ? [] : [...(this.rowRequests[row] as Map<string, Booking>).keys()];
   }
 }

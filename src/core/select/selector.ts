@@ -107,6 +107,16 @@ function taintInfo(taints: readonly string[]): TaintInfo {
   return t;
 }
 
+/** A key of a taint list's content: equal for two lists holding the same taints. */
+export function taintKey(taints: readonly string[]): string { return taintInfo(taints).key; }
+
+/** Whether a taint list holds every one of `required`. */
+export function holdsTaints(taints: readonly string[], required: readonly string[]): boolean {
+  const held = taintInfo(taints).set;
+  for (const t of required) if (!held.has(t)) return false;
+  return true;
+}
+
 /** `exp(-tanh(sum of weights of matched preferred taints))`, in [e^-1, e]; 1 when none match. */
 export function preferredTaintMultiplier(taints: readonly string[], preferred: Readonly<Record<string, number>>): number {
   let sum = 0;

@@ -1,7 +1,7 @@
 /**
  * A bounded FIFO over a ring buffer: O(1) push and shift (an Array's `shift` is O(n), which
  * turns a 100,000-entry replica queue into quadratic work under load). `push` refuses (false)
- * when full: replica sync drops the newest event then (api §6).
+ * when full: replica sync drops the newest event then (Dynamo `lib/kv-router/src/services/common/replica_sync.rs`).
  */
 export class BoundedQueue<T> {
   private readonly buf: (T | undefined)[];

@@ -1,5 +1,5 @@
 /**
- * Replica sync over a ZeroMQ mesh (api §6): one PUB bound at `tcp://*:<port>`, one SUB connected
+ * Replica sync over a ZeroMQ mesh (Dynamo `lib/kv-router/src/services/common/replica_sync.rs`): one PUB bound at `tcp://*:<port>`, one SUB connected
  * to every peer (static `--replica-sync-peers` plus `POST /replica_sync/register_peer`).
  * Best effort: bounded queues that drop the newest when full, no ordering, acks, replay or resync.
  *

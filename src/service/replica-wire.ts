@@ -1,5 +1,5 @@
 /**
- * Replica-sync wire format (api §6), wire-compatible with Dynamo's `rmp_serde::to_vec_named`:
+ * Replica-sync wire format (Dynamo `lib/kv-router/src/services/common/replica_sync.rs`), wire-compatible with Dynamo's `rmp_serde::to_vec_named`:
  * two frames `[topic, msgpack map with named fields]`; unit enum variants as the variant-name
  * string, data variants as a one-entry map, `None` as nil. u64 values stay exact (bigint).
  *

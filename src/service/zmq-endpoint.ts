@@ -1,5 +1,5 @@
 /**
- * ZMQ endpoint validation (api §2.17, Dynamo's `zmq.rs validate_endpoint`): `tcp://host:port`
+ * ZMQ endpoint validation (Dynamo `lib/kv-router/src/services/common/replica_sync.rs`, Dynamo's `zmq.rs validate_endpoint`): `tcp://host:port`
  * needs a host and a u16 port (IPv6 hosts bracketed, `*` allowed for binds); `ipc://` and
  * `inproc://` take any non-empty address; other schemes are rejected. Returns the reason an
  * endpoint is invalid, or null when it is valid.
@@ -30,5 +30,5 @@ export function validateZmqEndpoint(endpoint: string): string | null {
   return null;
 }
 
-/** Whether a tcp endpoint names an IPv6 host (`ZMQ_IPV6` is set for those, api §6). */
+/** Whether a tcp endpoint names an IPv6 host (`ZMQ_IPV6` is set for those, Dynamo `lib/kv-router/src/services/common/replica_sync.rs`). */
 export const isIpv6Endpoint = (endpoint: string): boolean => endpoint.startsWith('tcp://[');

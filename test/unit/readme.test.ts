@@ -37,3 +37,23 @@ test('the README\'s HTTP API table lists every route of the route table with its
     assert.match(row!.split('|')[2], new RegExp(`\\b${def.status}\\b`), `${def.method} ${def.url}: ${def.status}`);
   }
 });
+
+test('code, tests, benches and READMEs cite public sources, not notes outside the repository', () => {
+  const skip = new Set(['node_modules', 'build', '.git']);
+  const bad: string[] = [];
+  const walk = (dir: string): void => {
+    for (const e of readdirSync(join(root, dir), { withFileTypes: true })) {
+      if (skip.has(e.name)) continue;
+      const rel = dir ? `${dir}/${e.name}` : e.name;
+      if (e.isDirectory()) { walk(rel); continue; }
+      if (!/\.(ts|mjs|js|md|py|ya?ml)$/.test(e.name) || rel === 'test/unit/readme.test.ts') continue;
+      const text = readFileSync(join(root, rel), 'utf8');
+      const lines = text.split('\n');
+      lines.forEach((line, i) => { if (/\.\.\/shared\/|§/.test(line)) bad.push(`${rel}:${i + 1}: ${line.trim().slice(0, 100)}`); });
+    }
+  };
+  for (const dir of ['src', 'assembly', 'test', 'bench', 'scripts', 'docs', 'clients', 'deploy', 'web', 'examples']) {
+    if (existsSync(join(root, dir))) walk(dir);
+  }
+  assert.deepEqual(bad, [], 'no section numbers of documents a reader does not have, no ../shared paths');
+});

@@ -1,5 +1,5 @@
 /**
- * What every booking shares (api §2.8-§2.9, §5, §8, §9): holding and committing a session
+ * What every booking shares (Dynamo `lib/kv-router/src/services/selection/core/run.rs`, `lib/kv-router/src/services/selection/core/reservations.rs`, `lib/kv-router/src/services/selection/affinity.rs`, `lib/kv-router/src/services/selection/core/hint.rs`): holding and committing a session
  * binding, booking a choice into the partition's loads (with approximate recording and the
  * replica-sync admission event), the kv_hint of a booking, and generated selection ids.
  */
@@ -29,7 +29,7 @@ export class Booker {
 
   /**
    * The session a request steers by, when affinity is on: `session_context.session_id` wins over
-   * `session_id`; an explicit `affinity_target` or `pinned_worker` skips steering (api §8).
+   * `session_id`; an explicit `affinity_target` or `pinned_worker` skips steering (Dynamo `lib/kv-router/src/services/selection/affinity.rs`).
    */
   steerableSession(part: Partition, req: SelectAndReserveRequest): string | undefined {
     if (!part.affinity || req.affinity_target || req.pinned_worker) return undefined;

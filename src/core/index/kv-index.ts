@@ -2,7 +2,7 @@
  * KvIndex: the typed index API the rest of the service uses, one per partition (fixed block
  * size). It interns workers into dense slots, applies events (counting what it had to skip),
  * matches requests into per-rank tiered overlap, computes /overlap_scores rows, and dumps /
- * loads the index as the RouterEvent list of api §7.1.
+ * loads the index as the RouterEvent list of Dynamo `lib/kv-router/src/services/indexer/server.rs`.
  */
 import { WasmPrefixIndex } from './wasm-index.js';
 import { SlotTable, type WorkerRank } from './slots.js';
@@ -18,7 +18,7 @@ export interface IndexCounters {
   storeStopped: number;
 }
 
-/** One /overlap_scores row (api §2.15). Counts are blocks. */
+/** One /overlap_scores row (Dynamo `lib/kv-router/src/services/selection/core/queries.rs`). Counts are blocks. */
 export interface OverlapRow {
   worker_id: bigint; dp_rank: number;
   device_blocks: number; host_pinned_blocks: number; disk_blocks: number;
@@ -26,7 +26,7 @@ export interface OverlapRow {
   shared_beyond_device_blocks: number | null; router_credit_blocks: number;
 }
 
-/** Per-rank overlap of one request, with the cache-credit results of algorithms §4. */
+/** Per-rank overlap of one request, with the cache-credit results of Dynamo `lib/kv-router/src/scheduling/overlap.rs`. */
 export interface RankOverlap extends WorkerRank {
   /** `worker_id:dp_rank`. */
   key: string;
@@ -36,7 +36,7 @@ export interface RankOverlap extends WorkerRank {
 
 export interface CreditWeights { overlapScoreCredit: number; hostCacheHitWeight: number; diskCacheHitWeight: number }
 
-/** A RouterEvent of api §7.1 (hashes as bigint; the HTTP layer writes them digit-exact). */
+/** A RouterEvent of Dynamo `lib/kv-router/src/services/indexer/server.rs` (hashes as bigint; the HTTP layer writes them digit-exact). */
 export interface RouterEvent {
   worker_id: bigint;
   storage_tier: (typeof TIER_NAMES)[number];
@@ -160,7 +160,7 @@ export class KvIndex {
 
   /**
    * The engine block hashes a worker rank holds along the device path of `locals`, root-aligned
-   * and contiguous (kv_hint sources, api §9).
+   * and contiguous (kv_hint sources, Dynamo `lib/kv-router/src/services/selection/core/hint.rs`).
    */
   chainExts(workerId: bigint, dpRank: number, locals: ArrayLike<bigint>): bigint[] {
     const s = this.slots.find(workerId, dpRank);
@@ -178,7 +178,7 @@ export class KvIndex {
   }
 
   /**
-   * The index as RouterEvents (api §7.1): Stored events only, device tier breadth-first then
+   * The index as RouterEvents (Dynamo `lib/kv-router/src/services/indexer/server.rs`): Stored events only, device tier breadth-first then
    * the lower tiers; a worker's consecutive blocks along a single-child chain are merged into
    * one event, so a linear prefix dumps as one event per worker.
    */

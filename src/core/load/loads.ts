@@ -1,5 +1,5 @@
 /**
- * Active-load accounting of one partition (algorithms §6, api §5.3-§5.4): per worker rank the
+ * Active-load accounting of one partition (Dynamo `lib/kv-router/src/sequences/`, Dynamo `lib/kv-router/src/services/selection/core/reservations.rs`): per worker rank the
  * booked requests, their prompt blocks deduplicated by sequence hash (a block shared by several
  * requests counts once), prefill tokens until prefill completes, output blocks (random hashes,
  * never shared) with optional decay weights, and the expiry guard by absolute age.
@@ -26,7 +26,7 @@ export interface LoadsOptions {
   expirySecs: number;
 }
 
-/** What a booking adds (AddRequest, algorithms §6.2). */
+/** What a booking adds (AddRequest, Dynamo `lib/kv-router/src/sequences/`). */
 export interface BookingInput {
   /** Tracking hashes as (lo, hi) words: block i is words [2i, 2i+1]. */
   seq: Uint32Array;
@@ -225,7 +225,7 @@ export class ActiveLoads {
 
   /**
    * One more output block (a random, never-shared hash). With `decayFraction`, every block of
-   * the request that only this request references gets that weight (algorithms §6.2).
+   * the request that only this request references gets that weight (Dynamo `lib/kv-router/src/sequences/`).
    */
   addOutputBlock(id: string, decayFraction?: number): boolean {
     const b = this.byId.get(id);
@@ -293,7 +293,7 @@ export class ActiveLoads {
 
   /**
    * The contiguous prefix depth of `seq` (word pairs) already active on a rank: how many of the
-   * request's blocks would not add to the rank's decode footprint (algorithms §6.4).
+   * request's blocks would not add to the rank's decode footprint (Dynamo `lib/kv-router/src/sequences/`).
    */
   overlapDepth(workerId: bigint, dpRank: number, seq: Uint32Array, nBlocks: number): number {
     return this.depthOf(rankKey(workerId, dpRank), seq, nBlocks);

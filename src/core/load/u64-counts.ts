@@ -1,7 +1,7 @@
 /**
  * A reference-counted set of u64 keys held as (lo, hi) u32 word pairs: open addressing with
  * linear probing and backward-shift deletion, over typed arrays. It is the per-rank block
- * tracker of active-load accounting (algorithms §6.1): each distinct sequence hash counts once
+ * tracker of active-load accounting (Dynamo `lib/kv-router/src/sequences/`): each distinct sequence hash counts once
  * however many requests hold it, and may carry a fractional weight (decaying output blocks).
  *
  * Why not `Map<bigint, ...>`: a booking touches every prompt block (thousands on long prompts);

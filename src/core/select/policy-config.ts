@@ -1,5 +1,5 @@
 /**
- * Router policy configuration (`DYN_ROUTER_POLICY_CONFIG` YAML, algorithms §7, api §10), from the
+ * Router policy configuration (`DYN_ROUTER_POLICY_CONFIG` YAML, Dynamo `lib/kv-router/src/scheduling/queue.rs`, Dynamo `lib/kv-router/src/services/selection/service.rs`), from the
  * already-parsed document (the Node side reads and YAML-parses the file; this module is
  * isomorphic). Same shape as Dynamo's `policy_config.rs`:
  *
@@ -105,7 +105,7 @@ export function resolveProfile(cfg: RouterPolicyConfig | null, model: string, th
   return cfg?.models.get(model) ?? cfg?.root ?? PolicyProfile.synthetic(threshold, queuePolicy);
 }
 
-/** Whether any configured class queues (api §3.2 rule 4). */
+/** Whether any configured class queues (Dynamo `lib/kv-router/src/services/selection/catalog.rs` rule 4). */
 export function policyConfigQueues(cfg: RouterPolicyConfig | null): boolean {
   if (!cfg) return false;
   if (cfg.root?.queues()) return true;

@@ -1,5 +1,5 @@
 /**
- * Custom worker selection (api §10, Dynamo "Write Custom Routing Strategies"): a
+ * Custom worker selection (Dynamo `lib/kv-router/src/services/selection/service.rs`, Dynamo "Write Custom Routing Strategies"): a
  * {@link WorkerSelectionPolicy} is ordered filters (keep/reject one host-eligible candidate),
  * scorers (one finite cost per candidate, summed) and one picker (a row index). The host keeps
  * discovery, eligibility, queueing, reservation and accounting; {@link runPolicy} only chooses.
@@ -50,7 +50,7 @@ export interface CandidateView {
   hostOverlapBlocks(): number;
   /** Disk + external blocks beyond the host match. */
   diskOverlapBlocks(): number;
-  /** Cached tokens (§4) used for the effective prefill. */
+  /** Cached tokens (Dynamo `scheduling/overlap.rs`) used for the effective prefill. */
   accountingCacheEstimate(): number;
   hasTierMatches(): boolean;
   /** Shared-cache hit blocks beyond the device match. */
@@ -174,7 +174,7 @@ export interface DefaultCostSettings {
   sharedCacheMultiplier: number; routerTemperature: number;
 }
 
-/** The router-config defaults (algorithms §4, §5.2). */
+/** The router-config defaults (Dynamo `lib/kv-router/src/scheduling/overlap.rs`, `lib/kv-router/src/scheduling/selector/default.rs`). */
 export const DEFAULT_COST_SETTINGS: Readonly<DefaultCostSettings> = Object.freeze({
   overlapScoreCredit: 1.0, overlapScoreCreditDecay: 0.0, prefillLoadScale: 1.0, decodeActiveRequestWeight: 0.0,
   hostCacheHitWeight: 0.75, diskCacheHitWeight: 0.25, sharedCacheMultiplier: 0.0, routerTemperature: 0.0,

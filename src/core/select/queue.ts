@@ -1,5 +1,5 @@
 /**
- * Admission queue of one partition (algorithms §7): one heap per policy class, priority key
+ * Admission queue of one partition (Dynamo `lib/kv-router/src/scheduling/queue.rs`): one heap per policy class, priority key
  * `(strict_priority, policy score)` with ties by arrival, per-class counters and per-worker
  * limits, and class selection by weighted round robin (each visit of a class may admit up to
  * `quantum` requests). Holds opaque waiters; the core decides when a head can run.

@@ -1,5 +1,5 @@
 /**
- * Scheduling of one request in a partition (algorithms §5, §7): the candidate rows (tiered
+ * Scheduling of one request in a partition (Dynamo `lib/kv-router/src/scheduling/selector/default.rs`, `lib/kv-router/src/scheduling/queue.rs`): the candidate rows (tiered
  * overlap + load projection per schedulable rank), eligibility and session steering, the cost or
  * custom policy and the pick, and admission through the partition's queue. Books nothing: the
  * booking belongs to the select and reservation operations.
@@ -62,7 +62,7 @@ export class Scheduler {
   constructor(private readonly s: SchedulerContext) {}
 
   /**
-   * Admission (algorithms §7): with queueing on for the request's class, a request waits when the
+   * Admission (Dynamo `lib/kv-router/src/scheduling/queue.rs`): with queueing on for the request's class, a request waits when the
    * class has a backlog or every eligible rank is busy; otherwise it runs at once. A waiter runs
    * when a dequeue finds its eligible ranks not all busy; its cached overlap is reused unless it
    * waited longer than `DYN_ROUTER_OVERLAP_REFRESH_AFTER_SECS` (then it is re-queried). A queue

@@ -1,5 +1,5 @@
 /**
- * The built-in worker selector (algorithms §5, Dynamo `DefaultWorkerSelector`): eligibility
+ * The built-in worker selector (Dynamo `lib/kv-router/src/scheduling/selector/default.rs`, Dynamo `DefaultWorkerSelector`): eligibility
  * filters, the per-candidate cost (logit, lower is better) and the picker. Pure functions over
  * candidate rows the caller builds, one per eligible `(worker_id, dp_rank)`; randomness is the
  * injected {@link Rng}. Isomorphic: no `node:` imports.
@@ -12,12 +12,12 @@ import { noEndpoints, pinnedNotAllowed } from '../errors.js';
 import type { EffectiveRouterValues, RouterConfig } from '../config/config.js';
 import type { Rng } from '../random.js';
 
-/** One scoring row: a `(worker, dp_rank)` with its cache match and load projection (§5.1, §6.4). */
+/** One scoring row: a `(worker, dp_rank)` with its cache match and load projection (Dynamo `scheduling/selector/default.rs`, `sequences/`). */
 export interface Candidate {
   workerId: bigint;
   dpRank: number;
   taints: readonly string[];
-  /** Device-tier overlap blocks (or the effective overlap when no tier maps exist, §5.1). */
+  /** Device-tier overlap blocks (or the effective overlap when no tier maps exist). */
   deviceBlocks: number;
   /** Host-tier blocks beyond the device match. */
   hostExtBlocks: number;
@@ -25,7 +25,7 @@ export interface Candidate {
   diskExtBlocks: number;
   /** Shared-cache hit blocks beyond the device match. */
   sharedBeyondDeviceBlocks: number;
-  /** §4 `cached_tokens` (rounded), for the effective prefill. */
+  /** `cached_tokens` (rounded, Dynamo `scheduling/overlap.rs`), for the effective prefill. */
   cachedTokens: number;
   /** False when the worker has no load tracking: the load fields below are then ignored. */
   hasLoad: boolean;
@@ -70,14 +70,14 @@ export function costParams(
   };
 }
 
-/** §4 `effective_prefill_tokens(isl, cached) = isl - min(cached, isl)`. */
+/** Dynamo `scheduling/overlap.rs` `effective_prefill_tokens(isl, cached) = isl - min(cached, isl)`. */
 export function effectivePrefillTokens(isl: number, cached: number): number {
   return isl - Math.min(Math.max(0, cached), isl);
 }
 
 /**
  * Request blocks without a tracking hash (a partial tail, or hashes the client did not send):
- * `ceil(isl / bs) - tracked`, added to a rank's projected decode blocks (algorithms §5.5).
+ * `ceil(isl / bs) - tracked`, added to a rank's projected decode blocks (Dynamo `lib/kv-router/src/scheduling/selector/default.rs`).
  */
 export function untrackedBlocks(isl: number, blockSize: number, tracked: number): number {
   return Math.max(0, Math.ceil(isl / blockSize) - tracked);
@@ -134,7 +134,7 @@ function hasAny(rec: Readonly<Record<string, number>>): boolean {
 }
 
 /**
- * §5.2 cost of every candidate (lower is better), aligned with `cands`. The decay's
+ * Dynamo's cost (`scheduling/selector/default.rs`) of every candidate (lower is better), aligned with `cands`. The decay's
  * `min_active_prefill_tokens` is taken over all given candidates (the eligible set). Writes
  * into `out` when given (length ≥ `cands.length`) and returns it; allocates otherwise.
  */
@@ -178,7 +178,7 @@ export function defaultCosts(cands: readonly Candidate[], p: CostParams, out?: F
 }
 
 /**
- * §5.3 picker; returns a row index in `[0, n)`.
+ * Dynamo's picker (`scheduling/selector/default.rs`); returns a row index in `[0, n)`.
  * - `temperature <= 0`: the minimum cost; ties broken uniformly by reservoir sampling over the
  *   rows in order (`tie_count += 1; replace if rand(0..tie_count) == 0`). Draws only on ties.
  * - `temperature > 0`: softmax over min–max-normalised costs,
@@ -228,7 +228,7 @@ export function pickByCost(costs: ArrayLike<number>, n: number, temperature: num
   return n - 1;
 }
 
-/** The request's eligibility inputs (api §2.7). */
+/** The request's eligibility inputs (Dynamo `lib/kv-router/src/services/selection/core/run.rs`). */
 export interface EligibilityRequest {
   /**
    * Allow-set of worker ids; absent = every worker, empty = none (Dynamo's
@@ -244,7 +244,7 @@ export interface EligibilityRequest {
 }
 
 /**
- * §5.4 filters applied before scoring: allowed ids, required taints, pinned worker/rank,
+ * The filters applied before scoring (Dynamo `scheduling/selector/default.rs`): allowed ids, required taints, pinned worker/rank,
  * affinity target. Returns the kept rows in order (possibly none; the caller maps that to
  * `noEndpoints`). Throws {@link pinnedNotAllowed} (400) when the pinned worker is outside the
  * allow-set (an empty one too), before any filtering.

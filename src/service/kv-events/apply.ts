@@ -1,6 +1,6 @@
 /**
- * The apply step: a decoded batch into a partition's index, for one worker (algorithms §1.4-1.6,
- * §3.1, §8.3). Per event, in Dynamo's order: learn / filter KV groups, resolve the cache
+ * The apply step: a decoded batch into a partition's index, for one worker (Dynamo `lib/kv-router/src/protocols.rs`,
+ * `lib/kv-router/src/indexer/lower_tier.rs`, `lib/kv-router/src/zmq_wire/`). Per event, in Dynamo's order: learn / filter KV groups, resolve the cache
  * namespace, check the block size, then one wasm call. The batch's `data_parallel_rank` names
  * the rank when present, else the listener's rank does.
  *

@@ -1,7 +1,8 @@
 /**
  * Decoder for the KV-cache event batches vLLM / SGLang publish over ZeroMQ (frame 3 of
- * `[topic, seq, payload]`). Wire formats: the team specs `vllm-kv-events-wire.md` and
- * `dynamo-router-algorithms.md` §1.4–1.6, §3.1, §8; captured bytes in test/fixtures/vllm-kv-events/.
+ * `[topic, seq, payload]`). Wire formats: vLLM's `vllm/distributed/kv_events.py`, SGLang's
+ * `python/sglang/srt/disaggregation/kv_events.py` and Dynamo `lib/kv-router/src/zmq_wire/`,
+ * `lib/kv-router/src/protocols.rs`; captured bytes in test/fixtures/vllm-kv-events/.
  *
  * One pass over the msgpack bytes: block hashes go straight into a reusable `Uint32Array` as
  * (lo, hi) u32 pairs (never through a JS number or a per-hash BigInt; the caller copies them into
@@ -32,13 +33,13 @@ export interface DecodedStored {
   /** Token ids are tokens[tokenStart .. tokenStart+tokenCount) (already flattened when `eagle`). */
   tokenStart: number; tokenCount: number;
   blockSize: number;
-  /** `lora_name`; "" is reported as null (algorithms §1.2 treats "" as absent). */
+  /** `lora_name`; "" is reported as null (Dynamo `lib/kv-router/src/protocols.rs` treats "" as absent). */
   loraName: string | null;
-  /** Top-level `cache_salt`, else the `dynamo-cache-salt:` tag in extra_keys[0] (§1.6); no parent inheritance. */
+  /** Top-level `cache_salt`, else the `dynamo-cache-salt:` tag in extra_keys[0] (Dynamo `protocols.rs`); no parent inheritance. */
   cacheSalt: string | null;
   /** Raw per-block extra_keys (cold data, generic-decoded). */
   extraKeys: (unknown[] | null)[] | null;
-  /** token_ids arrived as bigram pairs and were flattened to [a0..a_last, b_last] (§1.5). */
+  /** token_ids arrived as bigram pairs and were flattened to [a0..a_last, b_last] (EAGLE). */
   eagle: boolean;
   groupIdx: number | null; kvCacheSpecKind: string | null;
 }
@@ -79,7 +80,7 @@ const EVENT_KEYS = keyTable([['type', K.Type], ['block_hashes', K.Hashes], ['par
 const BATCH_KEYS = keyTable([['ts', K.Ts], ['events', K.Events], ['data_parallel_rank', K.DpRank], ['attn_dp_rank', K.AttnDpRank]]);
 
 /**
- * `medium` -> tier (algorithms §3.1). Case-sensitive, exactly as Dynamo's `from_kv_medium` matches
+ * `medium` -> tier (Dynamo `lib/kv-router/src/indexer/lower_tier.rs`). Case-sensitive, exactly as Dynamo's `from_kv_medium` matches
  * (a Rust `match` on the literal strings; no case folding anywhere in the spec). nil/"" -> Device.
  */
 const MEDIUM_TIER: ReadonlyMap<string, Tier> = new Map<string, Tier>([
@@ -89,7 +90,7 @@ const MEDIUM_TIER: ReadonlyMap<string, Tier> = new Map<string, Tier>([
   ['EXTERNAL', Tier.External], ['NETWORK', Tier.External], ['REMOTE', Tier.External], ['SHARED', Tier.External],
 ]);
 
-/** True for the main-attention KV group kinds (§8.3). null -> false: "group 0 with no kind" is the caller's rule. */
+/** True for the main-attention KV group kinds (Dynamo `zmq_wire/`). null -> false: "group 0 with no kind" is the caller's rule. */
 export function isMainAttentionKind(kind: string | null): boolean {
   return kind === 'full_attention' || kind === 'mla_attention' || kind === 'sink_full_attention';
 }
@@ -100,10 +101,10 @@ const LOCAL = enc.encode('LOCAL');
 const HEX64 = /^[0-9a-fA-F]{64}$/;
 
 /**
- * Multimodal hashes of one block from its extra_keys (algorithms §1.4, event side), in the order
+ * Multimodal hashes of one block from its extra_keys (Dynamo `lib/kv-router/src/protocols.rs`, event side), in the order
  * found (the caller sorts). Bare string: MM only if a 64-char hex digest -> u64 of its first 16 hex
  * chars; skipped when equal to `loraName` or tagged `dynamo-cache-salt:` (these two skips apply to
- * bare strings only, as §1.4 states them). `[identifier, offset]`
+ * bare strings only, as Dynamo's `protocols.rs` reads them). `[identifier, offset]`
  * with a non-empty string identifier: 64-hex -> first 16 hex chars, else `xxh3(utf8(id), 0)`.
  * Other items (bytes, numbers, ...) are not MM. `xxh3` is only called for non-hex identifiers and
  * must be given when they can occur (throws TypeError otherwise: a silently wrong hash is worse).
@@ -126,7 +127,7 @@ export function mmHashesOfBlock(extraKeys: unknown[] | null, loraName: string | 
   return out;
 }
 
-/** §1.6: the first bare string of extra_keys[0] tagged `dynamo-cache-salt:` (first item equal to lora_name skipped). */
+/** Dynamo `protocols.rs`: the first bare string of extra_keys[0] tagged `dynamo-cache-salt:` (first item equal to lora_name skipped). */
 function saltFromExtraKeys(extraKeys: (unknown[] | null)[] | null, loraName: string | null): string | null {
   const first = extraKeys?.[0];
   if (!first) return null;
@@ -269,7 +270,7 @@ export class KvBatchDecoder implements HashSink {
     return t as Tier;
   }
 
-  /** `locality`: nil/LOCAL kept; REMOTE, anything else or a non-string drops the event (§3.1). */
+  /** `locality`: nil/LOCAL kept; REMOTE, anything else or a non-string drops the event (Dynamo `indexer/lower_tier.rs`). */
   private locality(): void {
     const r = this.r;
     if (!r.nil() && !r.strEquals(LOCAL)) throw DROP_EVENT;
@@ -311,7 +312,7 @@ export class KvBatchDecoder implements HashSink {
     const out = this.tok;
     this.eagle = n > 0 && isArrayByte(r.peek());
     if (this.eagle) {
-      // EAGLE bigrams [(a0,b0),(a1,b1),...] -> [a0, a1, ..., a_last, b_last] (§1.5).
+      // EAGLE bigrams [(a0,b0),(a1,b1),...] -> [a0, a1, ..., a_last, b_last].
       let last = 0;
       for (let i = 0; i < n; i++) {
         if (r.arrayHeader() !== 2) throw DROP_EVENT;

@@ -1,5 +1,5 @@
 /**
- * KV-cache group filtering (algorithms §8.3, Dynamo's `ZmqEventNormalizer::filter_reason`).
+ * KV-cache group filtering (Dynamo `lib/kv-router/src/zmq_wire/`, Dynamo's `ZmqEventNormalizer::filter_reason`).
  * Hybrid models publish one event stream per KV group (full attention, sliding window, mamba,
  * ...); only main-attention groups describe prefix-cache blocks a request can reuse. A store
  * carrying both `group_idx` and `kv_cache_spec_kind` teaches the kind of that group on that rank,

@@ -68,7 +68,7 @@ export class IndexWriter {
     return this.ix.removeN(slot, tier, count);
   }
 
-  /** Per-block mm hashes from extra_keys (algorithms §1.4), or null when no block has any. */
+  /** Per-block mm hashes from extra_keys (Dynamo `lib/kv-router/src/protocols.rs`), or null when no block has any. */
   private mmOf(e: DecodedStored, blocks: number): bigint[][] | null {
     let out: bigint[][] | null = null;
     for (let i = 0; i < blocks; i++) {

@@ -1,6 +1,6 @@
 /**
- * ZmqKvIngress: the service's default {@link IndexFeed} when `use_kv_events` is on (api §3.2,
- * §3.3, §7.3). One {@link KvListener} per registered worker rank, reconciled rank by rank on
+ * ZmqKvIngress: the service's default {@link IndexFeed} when `use_kv_events` is on (Dynamo `lib/kv-router/src/services/selection/catalog.rs`,
+ * `lib/kv-router/src/services/selection/ingress.rs`). One {@link KvListener} per registered worker rank, reconciled rank by rank on
  * every POST/PATCH the core accepts:
  * - a rank whose event endpoint AND replay endpoint are unchanged keeps its listener, its
  *   watermark and its indexed blocks (so a publisher restarted at the same address is not
@@ -13,7 +13,7 @@
  * `detach` (DELETE, partition move) stops the worker's listeners; the core then removes its blocks.
  *
  * Listeners opened before {@link ZmqKvIngress.setIndexerReady} connect at once but apply
- * nothing until it is called (start-up recovery from peers must land first, api §7.2).
+ * nothing until it is called (start-up recovery from peers must land first, Dynamo `lib/kv-router/src/services/indexer/recovery.rs`).
  */
 import type { FeedPartition, IndexFeed, KvFeedState, KvFeedStatus } from '../../core/index/feed.js';
 import { MS, systemClock, type Clock } from '../../core/random.js';

@@ -1,5 +1,5 @@
 /**
- * Cache-namespace (salt) inheritance on events (algorithms §1.6, Dynamo's
+ * Cache-namespace (salt) inheritance on events (Dynamo `lib/kv-router/src/protocols.rs`, Dynamo's
  * `propagate_cache_namespace`). vLLM puts the salt only on the event that starts a salted chain;
  * continuation events (parent set, no salt) must hash with the parent's namespace. This keeps a
  * per-rank map engine hash -> namespace:

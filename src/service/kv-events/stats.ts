@@ -33,7 +33,7 @@ export interface DroppedEvents {
   unknownKind: number;
   /** A non-zero `group_idx` whose kind was never learned from a store. */
   unlearnedGroup: number;
-  /** A continuation whose parent's cache namespace is ambiguous (algorithms §1.6). */
+  /** A continuation whose parent's cache namespace is ambiguous (Dynamo `lib/kv-router/src/protocols.rs`). */
   ambiguousNamespace: number;
   /** A store whose `block_size` differs from the worker's (nothing of it is stored). */
   blockSizeMismatch: number;

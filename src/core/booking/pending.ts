@@ -91,6 +91,17 @@ function owned(a: BigUint64Array): BigUint64Array {
   return a.byteOffset === 0 && a.byteLength === a.buffer.byteLength ? a : a.slice();
 }
 
+/**
+ * The hashes an entry keeps. A normalised prompt's block and sequence hashes are the two halves of
+ * one buffer (one allocation instead of two, src/core/index/prompt.ts): that buffer holds exactly
+ * the entry's hashes, so both are taken over; any other view is copied.
+ */
+function ownedHashes(seq: BigUint64Array, blocks: BigUint64Array | null): [BigUint64Array, BigUint64Array | null] {
+  if (blocks !== null && blocks.buffer === seq.buffer && blocks.byteOffset === 0 && seq.byteOffset === blocks.byteLength
+    && seq.byteOffset + seq.byteLength === seq.buffer.byteLength) return [seq, blocks];
+  return [owned(seq), blocks === null ? null : owned(blocks)];
+}
+
 function check(name: string, v: number, integer: boolean): void {
   if (!(Number.isFinite(v) && v >= 0 && (!integer || Number.isInteger(v)))) {
     throw new RangeError(`pending cache ${name} must be a non-negative ${integer ? 'integer' : 'number'}, got ${v}`);
@@ -124,8 +135,8 @@ export class PendingSelectionCache {
    * others to make room it could never have); it still displaces the older entry of its key, so
    * a replay never books a superseded selection.
    *
-   * The hash arrays are taken over, not copied, unless they view part of a larger buffer; the
-   * caller must not mutate them afterwards. Returns the entry's generation.
+   * The hash arrays are taken over, not copied, unless they view part of a larger buffer (a
+   * prompt's two halves of one buffer count as whole); the caller must not mutate them afterwards. Returns the entry's generation.
    */
   insert(model: string, group: string, selectionId: string, value: PendingSelection): number {
     const now = this.clock.now();
@@ -133,11 +144,8 @@ export class PendingSelectionCache {
     const key = keyOf(model, group, selectionId);
     this.drop(key);
     const generation = this.nextGeneration++;
-    const stored: PendingSelection = {
-      ...value,
-      sequenceHashes: owned(value.sequenceHashes),
-      blockHashes: value.blockHashes === null ? null : owned(value.blockHashes),
-    };
+    const [sequenceHashes, blockHashes] = ownedHashes(value.sequenceHashes, value.blockHashes);
+    const stored: PendingSelection = { ...value, sequenceHashes, blockHashes };
     const bytes = entryBytes(model, group, selectionId, stored);
     if (bytes > this.maxBytes || this.maxEntries === 0) return generation;
     this.entries.set(key, { value: stored, generation, insertedAt: now, bytes });

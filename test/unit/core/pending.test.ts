@@ -174,3 +174,21 @@ test('options are validated', () => {
   c.insert('m', 'g', 'id', sel());
   assert.equal(c.size(), 0, 'a zero count cap keeps nothing');
 });
+
+test('a prompt\'s block and sequence hashes, the two halves of one buffer, are taken over together', () => {
+  const { c } = cache();
+  const both = new BigUint64Array([1n, 2n, 3n, 4n]);
+  const blocks = both.subarray(0, 2), seq = both.subarray(2);
+  c.insert('m', 'g', 'id', sel(1n, 0, { sequenceHashes: seq, blockHashes: blocks }));
+  const hit = c.peek('m', 'g', 'id');
+  assert.ok(hit);
+  assert.equal(hit.value.sequenceHashes, seq);
+  assert.equal(hit.value.blockHashes, blocks);
+  // halves in the other order, or a pair that leaves part of the buffer out, are copied
+  c.insert('m', 'g', 'id2', sel(1n, 0, { sequenceHashes: both.subarray(0, 2), blockHashes: both.subarray(2) }));
+  assert.notEqual(c.peek('m', 'g', 'id2')?.value.sequenceHashes, undefined);
+  assert.notEqual(c.peek('m', 'g', 'id2')?.value.blockHashes?.buffer, both.buffer);
+  c.insert('m', 'g', 'id3', sel(1n, 0, { sequenceHashes: both.subarray(1, 2), blockHashes: both.subarray(0, 1) }));
+  assert.notEqual(c.peek('m', 'g', 'id3')?.value.sequenceHashes.buffer, both.buffer);
+  assert.deepEqual([...(c.peek('m', 'g', 'id3')?.value.sequenceHashes ?? [])], [2n]);
+});

@@ -21,7 +21,7 @@ import { PUBLIC_SEED, chainToScratch } from './hashing.js';
 import { Tier } from './index-types.js';
 import { getWasm } from './wasm.js';
 import { rankKeyOf } from './slots.js';
-import { WordTable } from './word-table.js';
+import { WordTable, grown } from './word-table.js';
 import type { KvIndex } from './kv-index.js';
 import type { Clock } from '../random.js';
 
@@ -173,12 +173,9 @@ export class ApproxIndex {
   /** Sizes the per-entry arrays for `cap` entries (the table's entry capacity). */
   private grow(cap: number): void {
     if (cap <= this.pos.length) return;
-    const gi = (a: Int32Array): Int32Array => { const b = new Int32Array(cap); b.set(a); return b; };
-    this.pos = gi(this.pos);
-    this.prev = gi(this.prev);
-    this.next = gi(this.next);
-    const x = new Float64Array(cap);
-    x.set(this.expiresAt);
-    this.expiresAt = x;
+    this.pos = grown(this.pos, cap);
+    this.prev = grown(this.prev, cap);
+    this.next = grown(this.next, cap);
+    this.expiresAt = grown(this.expiresAt, cap);
   }
 }

@@ -90,10 +90,8 @@ export class WordTable {
 
   private growEntries(): void {
     const cap = this.lo.length * 2;
-    const g32 = (a: Uint32Array): Uint32Array => { const b = new Uint32Array(cap); b.set(a); return b; };
-    const gi = (a: Int32Array): Int32Array => { const b = new Int32Array(cap); b.set(a); return b; };
-    this.lo = g32(this.lo); this.hi = g32(this.hi);
-    this.tag = gi(this.tag); this.link = gi(this.link);
+    this.lo = grown(this.lo, cap); this.hi = grown(this.hi, cap);
+    this.tag = grown(this.tag, cap); this.link = grown(this.link, cap);
   }
 
   private rehash(cap: number): void {
@@ -110,4 +108,11 @@ export class WordTable {
     this.cells = cells;
     this.mask = mask;
   }
+}
+
+/** A copy of a typed array with room for `cap` elements (entry columns grow with a table). */
+export function grown<T extends Uint32Array | Int32Array | Float64Array>(a: T, cap: number): T {
+  const b = new (a.constructor as new (n: number) => T)(cap);
+  b.set(a);
+  return b;
 }

@@ -14,10 +14,15 @@
  * active decode blocks are `round(size - deficit)` with the same floating-point steps as the
  * per-rank table (`U64Counts`) it replaces.
  *
+ * Why its own tables and not the `WordTable` the approximate recorder uses: the hash -> head
+ * table here keeps no key of its own (it reads the head entry's words), where a WordTable stores
+ * and shifts its own copy of every key. Built on two WordTables, a booking's inc + dec of 132
+ * blocks measured 25% slower (21.4 against 26.7 µs, 6 runs each, alternating in one process).
+ *
  * Hashes arrive as (lo, hi) u32 words; nothing creates a BigInt.
  */
 
-import { mixWords } from '../index/word-table.js';
+import { grown, mixWords } from '../index/word-table.js';
 
 const NIL = -1;
 
@@ -72,11 +77,8 @@ export class ActiveBlocks {
     if (rows <= this.size.length) return;
     let cap = this.size.length;
     while (cap < rows) cap *= 2;
-    const s = new Float64Array(cap), d = new Float64Array(cap);
-    s.set(this.size);
-    d.set(this.deficit);
-    this.size = s;
-    this.deficit = d;
+    this.size = grown(this.size, cap);
+    this.deficit = grown(this.deficit, cap);
   }
 
   /** Forgets a row's totals (call once its blocks are gone, before the row is reused). */
@@ -210,13 +212,9 @@ export class ActiveBlocks {
 
   private growEntries(): void {
     const cap = this.lo.length * 2;
-    const g32 = (a: Uint32Array): Uint32Array => { const b = new Uint32Array(cap); b.set(a); return b; };
-    const gi = (a: Int32Array): Int32Array => { const b = new Int32Array(cap); b.set(a); return b; };
-    this.lo = g32(this.lo); this.hi = g32(this.hi); this.cnt = g32(this.cnt);
-    this.row = gi(this.row); this.prev = gi(this.prev); this.next = gi(this.next);
-    const w = new Float64Array(cap);
-    w.set(this.weight);
-    this.weight = w;
+    this.lo = grown(this.lo, cap); this.hi = grown(this.hi, cap); this.cnt = grown(this.cnt, cap);
+    this.row = grown(this.row, cap); this.prev = grown(this.prev, cap); this.next = grown(this.next, cap);
+    this.weight = grown(this.weight, cap);
   }
 
   /** Drops entry `e` (count 0): its pair cell, its place in the holder list, its id. */

@@ -1,6 +1,6 @@
 /**
  * Where the HTTP `/select` time goes, layer by layer (issue 16's HTTP rows). One process holds a
- * selection service (W workers, block size 16, approximate index warmed as in http-scale) and five
+ * selection service (W workers, block size 16, approximate index warmed as in http-scale: http-fleet.ts) and five
  * servers on 127.0.0.1, each adding one layer to the one before:
  *   bare         Fastify with its defaults, a fixed answer (what http-scale calls "bare")
  *   our server   our Fastify instance (createServer: timeouts, request ids, error handler)
@@ -15,28 +15,19 @@
  *   node build/dist/bench/http-layers.bench.js [--workers=128] [--rounds=12] [--per-round=300]
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { buildApp, createServer } from '../src/http/app.js';
 import { useJsonBodies } from '../src/http/content-type.js';
 import { stringifyJson } from '../src/core/wire/json.js';
-import { parseRouterConfig } from '../src/core/config/config.js';
-import { SelectionServiceBuilder } from '../src/service/service.js';
 import { seededRng } from '../src/core/random.js';
+import { promptTokens, requestJson, warmedService } from './http-fleet.js';
 
 const arg = (name: string, d: string): string => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? d;
 const W = Number(arg('workers', '128'));
 const ROUNDS = Number(arg('rounds', '12'));
 const PER_ROUND = Number(arg('per-round', '300'));
 
-const service = await new SelectionServiceBuilder(parseRouterConfig({ DYN_ROUTER_USE_KV_EVENTS: 'false' })).build();
-for (let w = 1; w <= W; w++) service.upsertWorker({ worker_id: w, model_name: 'model', endpoint: `http://worker-${w}:8000`, block_size: 16 });
-const warm = seededRng(11);
-const prefixes = Array.from({ length: 64 }, () => Array.from({ length: 1024 }, () => Math.floor(warm.next() * 128_000)));
-for (let i = 0; i < Math.min(4 * W, 2048); i++) {
-  const tokens = [...prefixes[i % 64], ...Array.from({ length: 1024 }, () => Math.floor(warm.next() * 128_000))];
-  const r = await service.selectAndReserve({ model_name: 'model', selection_id: `warm-${i}`, token_ids: tokens });
-  service.freeReservation(r.selection_id as string);
-}
+const service = await warmedService(W);
 
 const answer = { model_name: 'model', routing_group: 'default', worker_id: 1, dp_rank: 0, endpoint: 'http://worker-1:8000', block_size: 16 };
 const inside: number[] = [];
@@ -72,25 +63,15 @@ for (const [k, s] of Object.entries(servers)) {
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-const call = (port: number, body: string): Promise<number> => new Promise((resolve, reject) => {
-  const q = request({ host: '127.0.0.1', port, method: 'POST', path: '/select', agent,
-    headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-    res.resume();
-    res.on('end', () => (res.statusCode === 200 ? resolve(200) : reject(new Error(`status ${res.statusCode}`))));
-  });
-  q.on('error', reject);
-  q.end(body);
-});
 const rng = seededRng(5);
-const bodies = Array.from({ length: 400 }, (_, i) => JSON.stringify({ model_name: 'model', selection_id: `q${i}`,
-  token_ids: [...prefixes[Math.floor(rng.next() * 64)], ...Array.from({ length: 1024 }, () => Math.floor(rng.next() * 128_000))] }));
+const bodies = Array.from({ length: 400 }, (_, i) => JSON.stringify({ model_name: 'model', selection_id: `q${i}`, token_ids: promptTokens(rng) }));
 
 const times: Record<string, number[]> = Object.fromEntries(Object.keys(ports).map((k) => [k, []]));
 for (let round = 0; round < ROUNDS; round++) {
   for (const k of Object.keys(ports)) {
     for (let i = 0; i < PER_ROUND; i++) {
       const t0 = performance.now();
-      await call(ports[k], bodies[(round * PER_ROUND + i) % bodies.length]);
+      await requestJson(agent, ports[k], 'POST', '/select', bodies[(round * PER_ROUND + i) % bodies.length]);
       if (round >= 2) times[k].push((performance.now() - t0) * 1000); // the first two rounds warm V8
     }
   }

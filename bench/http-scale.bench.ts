@@ -12,11 +12,12 @@
  *   node build/dist/bench/http-scale.bench.js [--workers=128,1024,8000] [--requests=400] [--seconds=3] [--warmup=200]
  */
 import { spawn } from 'node:child_process';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { createInterface } from 'node:readline';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { seededRng } from '../src/core/random.js';
+import { promptTokens, requestJson } from './http-fleet.js';
 
 const arg = (name: string, d: string): string => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? d;
 const FLEETS = arg('workers', '128,1024,8000').split(',').map(Number);
@@ -26,25 +27,12 @@ const CLIENTS = 32;
 const WARMUP = Number(arg('warmup', '200'));
 
 const agent = new Agent({ keepAlive: true, maxSockets: CLIENTS });
-
-function call(port: number, method: string, path: string, body?: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method, path, agent,
-      headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => (res.statusCode && res.statusCode < 300 ? resolve(res.statusCode) : reject(new Error(`${method} ${path}: ${res.statusCode}`))));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+const call = (port: number, method: string, path: string, body?: string): Promise<number> => requestJson(agent, port, method, path, body);
 
 const rng = seededRng(5);
-const prefixes = Array.from({ length: 64 }, () => Array.from({ length: 1024 }, () => Math.floor(rng.next() * 128_000)));
-/** A 2,048-token prompt: a shared 1,024-token prefix (the server warmed the same ones) and a fresh tail. */
+/** A 2,048-token prompt: one of the prefixes the server warmed, and a fresh tail. */
 function body(id: string): string {
-  const tokens = [...prefixes[Math.floor(rng.next() * prefixes.length)], ...Array.from({ length: 1024 }, () => Math.floor(rng.next() * 128_000))];
-  return JSON.stringify({ model_name: 'model', selection_id: id, token_ids: tokens });
+  return JSON.stringify({ model_name: 'model', selection_id: id, token_ids: promptTokens(rng) });
 }
 
 const pct = (xs: number[], p: number): number => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(p * s.length))]; };

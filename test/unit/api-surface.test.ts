@@ -1,7 +1,7 @@
 /**
  * The package's public API is explicit: the names each entry point exports (values at run time,
- * types in the entry's source) are exactly the lists in the README's "What each entry point
- * exports", so nothing becomes API by accident and the README cannot drift.
+ * types in the entry's source) are exactly the lists in docs/embedding.md's "What each entry
+ * point exports", so nothing becomes API by accident and the documentation cannot drift.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,11 +14,11 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '../../../..');
 
 interface Listed { values: string[]; types: string[] }
 
-/** The README's lists, per entry (`select-service`, `select-service/core`, `select-service/browser`). */
+/** The documented lists, per entry (`select-service`, `select-service/core`, `select-service/browser`). */
 function readmeLists(): Map<string, Listed> {
-  const text = readFileSync(join(root, 'README.md'), 'utf8');
-  const at = text.indexOf('### What each entry point exports');
-  assert.ok(at >= 0, 'the README has the section');
+  const text = readFileSync(join(root, 'docs/embedding.md'), 'utf8');
+  const at = text.indexOf('## What each entry point exports');
+  assert.ok(at >= 0, 'docs/embedding.md has the section');
   const section = text.slice(at).split(/\n## /)[0];
   const out = new Map<string, Listed>();
   let current: Listed | null = null;
@@ -44,7 +44,7 @@ function typeExports(file: string): string[] {
 
 const sorted = (a: Iterable<string>): string[] => [...a].sort();
 
-test('each entry point exports exactly what the README lists', async () => {
+test('each entry point exports exactly what docs/embedding.md lists', async () => {
   const lists = readmeLists();
   const core = lists.get('select-service/core'), node = lists.get('select-service'), browser = lists.get('select-service/browser');
   assert.ok(core && node && browser, 'the three entries are documented');

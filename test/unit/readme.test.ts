@@ -1,7 +1,7 @@
 /**
  * The README and docs/ stand alone: a reader has the repository only, so they point at nothing
  * outside it (no `../` paths, no section numbers of documents that are not here), and every
- * relative link they make resolves to a file of the repository. The README's route list follows
+ * relative link they make resolves to a file of the repository. The API reference's route list follows
  * the route table.
  */
 import { test } from 'node:test';
@@ -28,9 +28,9 @@ test('README.md and docs/*.md refer to nothing outside the repository', () => {
   }
 });
 
-test('the README\'s HTTP API table lists every route of the route table with its success status', () => {
-  const text = readFileSync(join(root, 'README.md'), 'utf8');
-  const section = text.slice(text.indexOf('## HTTP API')).split(/\n## /)[0];
+test('the API reference\'s route table lists every route of the route table with its success status', () => {
+  const text = readFileSync(join(root, 'docs/api.md'), 'utf8');
+  const section = text.slice(text.indexOf('## Routes at a glance')).split(/\n## /)[0];
   for (const def of ALL_ROUTES) {
     const row = section.split('\n').find((l) => l.startsWith(`| \`${def.method} ${def.url.replace(/:(\w+)/g, '{$1}')}`));
     assert.ok(row, `${def.method} ${def.url} is listed`);

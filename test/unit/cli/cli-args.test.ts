@@ -1,4 +1,4 @@
-/** `select-service` flag parsing: syntax, defaults, every problem listed, config overrides, SELECT_SERVICE_* variables, the README tables. */
+/** `select-service` flag parsing: syntax, defaults, every problem listed, config overrides, SELECT_SERVICE_* variables, the tables of docs/configuration.md. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
@@ -83,8 +83,8 @@ test('every problem of a command line is listed, each naming its flag', () => {
   ]);
 });
 
-test('the README flag table names every flag', async () => {
-  const readme = await readFile(join(dirname(fileURLToPath(import.meta.url)), '../../../../../README.md'), 'utf8');
+test('the configuration guide\'s flag table names every flag', async () => {
+  const readme = await readFile(join(dirname(fileURLToPath(import.meta.url)), '../../../../../docs/configuration.md'), 'utf8');
   for (const f of FLAGS) assert.match(readme, new RegExp(`\\| \`${f.name}[ \`]|, \`${f.name}\`|/ \`${f.name}\``), f.name);
 });
 
@@ -119,7 +119,7 @@ test('unknown DYN_ROUTER_* and SELECT_SERVICE_* variables are named with the clo
   assert.deepEqual([editDistance('kitten', 'sitting'), editDistance('', 'abc'), editDistance('same', 'same')], [3, 3, 0]);
 });
 
-test('the environment reference covers every variable the service reads, with the schema defaults; the README carries the same table', async () => {
+test('the environment reference covers every variable the service reads, with the schema defaults; the configuration guide carries the same table', async () => {
   const rows = envReference();
   const names = rows.map((r) => r.name);
   assert.equal(new Set(names).size, names.length, 'each variable once');
@@ -133,8 +133,8 @@ test('the environment reference covers every variable the service reads, with th
   }
   assert.deepEqual(rows.find((r) => r.name === 'DYN_ROUTER_QUEUE_POLICY'), {
     name: 'DYN_ROUTER_QUEUE_POLICY', type: 'fcfs|lcfs|wspt', default: 'fcfs', meaning: rows.find((r) => r.name === 'DYN_ROUTER_QUEUE_POLICY')!.meaning });
-  const readme = await readFile(join(dirname(fileURLToPath(import.meta.url)), '../../../../../README.md'), 'utf8');
+  const readme = await readFile(join(dirname(fileURLToPath(import.meta.url)), '../../../../../docs/configuration.md'), 'utf8');
   const block = /<!-- env-reference:start[^>]*-->\n([\s\S]*?)\n<!-- env-reference:end -->/.exec(readme);
-  assert.ok(block, 'the README has the generated block');
-  assert.equal(block[1], envMarkdown(), 'the README table is `select-service --help-env` as Markdown (regenerate it from envMarkdown())');
+  assert.ok(block, 'docs/configuration.md has the generated block');
+  assert.equal(block[1], envMarkdown(), 'the docs/configuration.md table is `select-service --help-env` as Markdown (regenerate it from envMarkdown())');
 });

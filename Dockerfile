@@ -5,10 +5,12 @@
 #
 # Build stage: every dependency, the full build (wasm, TypeScript, bundles), then `npm pack`,
 # which keeps only what package.json "files" lists (no tests, benchmarks, sources or source maps).
-# Runtime stage: the same Node 20 base with that tarball installed, production dependencies only,
+# Runtime stage: the same base with that tarball installed, production dependencies only,
 # run as the image's unprivileged `node` user. The repository's test suite (deploy tests) packs,
 # installs and starts the package the same way, and runs the HEALTHCHECK command below.
-ARG NODE_IMAGE=node:20-bookworm-slim
+# The base: Node 24, an LTS line the test suite runs under (package.json "engines" lists the tested
+# lines; .ci/run runs the suite under each). Debian bookworm, the Debian of the test machines.
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /src

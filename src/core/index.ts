@@ -37,6 +37,8 @@ export { Tier, TIER_NAMES } from './index/index-types.js';
 export { KV_FEED_STATES } from './index/feed.js';
 export type { FeedPartition, IndexFeed, KvFeedState, KvFeedStatus } from './index/feed.js';
 export { deriveKeyedSeeds, parseTrackingKey, publicSeed } from './index/tracking-hash.js';
+// a precompiled wasm index, for runtimes that refuse to compile one (Cloudflare Workers)
+export { useWasmModule } from './index/wasm.js';
 
 // the wire: request schemas, response types, replica events, u64-exact JSON
 export {

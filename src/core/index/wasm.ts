@@ -2,8 +2,10 @@
  * The WebAssembly boundary: the only file that touches `WebAssembly` or `memory.buffer`, and the
  * only one that names a scratch region or parameter cell (assembly/layout.ts).
  *
- * It instantiates the embedded module once, types its exports (`WasmExports`: every export with
- * its signature), and owns every typed-array view over linear memory. Views detach when memory
+ * It instantiates the module once (the embedded build, or the compiled `select-service.wasm` a
+ * host handed over with `useWasmModule`, for runtimes that refuse to compile bytes), types its
+ * exports (`WasmExports`: every export with its signature), and owns every typed-array view over
+ * linear memory. Views detach when memory
  * grows, so each accessor checks `memory.buffer !== this.buffer` and rebuilds (the undici habit).
  * Callers never compute an offset: they fill scratch through the typed writers below
  * (`writeLocals`, `writeExtWords`, `writeTokens`, `setSeedWords`, ...) and read results through
@@ -17,7 +19,7 @@
  * export), paid several times per request. We instantiate directly and provide the one import
  * AssemblyScript needs, `env.abort`, which turns an assertion into a readable JS error.
  */
-import { wasmBase64 } from '../../generated/wasm-bytes.js';
+import { describeInterface, embeddedBytes, interfaceDiff, withSharedMemory } from './wasm-source.js';
 
 /** Every export of build/wasm/select.wasm (assembly/index.ts). Booleans cross as 0 / 1. */
 export interface WasmExports {
@@ -85,75 +87,91 @@ type Layout = Record<(typeof LAYOUT_NAMES)[number], number>;
 /** Per-block multimodal hashes: entry i belongs to block i; null or [] = no mm info. */
 export type BlockMm = readonly (readonly bigint[] | null)[] | null;
 
-function decodeBase64(b64: string): Uint8Array {
-  const bin = atob(b64);
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
-}
-
-/**
- * The module with its memory declared shared (limits flags 0x01 -> 0x03 in the memory section),
- * or null when the memory is not the one (min, max) memory the build declares. Why: growing a
- * non-shared memory makes V8 account the new size as external memory and request a full
- * mark-compact of the JS heap, once it passes a few tens of MiB: 300 growths of 1 MiB beside a
- * 100 MB JS heap took 20 s in all, up to 570 ms each (bench note in bench/RESULTS.md); a shared
- * memory grows in place with no GC (the same 300 growths: 1.2 ms). No atomics are used: the
- * module runs on one thread either way.
- */
-function withSharedMemory(bytes: Uint8Array): Uint8Array | null {
-  let i = 8; // magic + version
-  const leb = (): number => {
-    let r = 0, s = 0, x: number;
-    do { x = bytes[i++]; r += (x & 0x7f) * 2 ** s; s += 7; } while (x & 0x80);
-    return r;
-  };
-  while (i < bytes.length) {
-    const id = bytes[i++], size = leb(), start = i;
-    if (id === 5) {
-      if (leb() !== 1 || bytes[i] !== 0x01) return null;
-      const out = bytes.slice();
-      out[i] = 0x03;
-      return out;
-    }
-    i = start + size;
-  }
-  return null;
-}
-
 /** Original bytes of modules compiled with a shared memory (the fallback where it cannot be had). */
 const plainBytes = new WeakMap<WebAssembly.Module, Uint8Array>();
 let embedded: WebAssembly.Module | null = null;
+/** The module a host handed over with useWasmModule (used instead of the embedded bytes). */
+let hostModule: WebAssembly.Module | null = null;
+/** Whether an instance of the default module (host's or embedded) exists: then useWasmModule is too late. */
+let started = false;
 
 /**
  * `bytes` (by default the embedded build, compiled once and cached) as a module with a shared
  * memory where the host has SharedArrayBuffer (see withSharedMemory). Give one module to every
  * `Wasm` that should share compiled code: V8 compiles wasm functions lazily, on first call, so a
  * fresh module pays that again (a first match took 0.3-0.4 ms where the next took 3 us).
+ * Where the runtime refuses to compile bytes (Cloudflare Workers), the error for the embedded
+ * build names the remedy, {@link useWasmModule}.
  */
 export function compileWasm(bytes?: Uint8Array): WebAssembly.Module {
   if (bytes === undefined && embedded !== null) return embedded;
-  const b = bytes ?? decodeBase64(wasmBase64);
+  const b = bytes ?? embeddedBytes();
   const shared = typeof SharedArrayBuffer === 'function' ? withSharedMemory(b) : null;
-  const m = new WebAssembly.Module((shared ?? b) as BufferSource);
+  let m: WebAssembly.Module;
+  try {
+    m = new WebAssembly.Module((shared ?? b) as BufferSource);
+  } catch (err) {
+    if (bytes !== undefined) throw err;
+    throw new Error(`cannot compile the embedded wasm index (${err instanceof Error ? err.message : String(err)}): this runtime `
+      + 'does not let code compile WebAssembly from bytes (Cloudflare Workers do not); import build/browser/select-service.wasm '
+      + 'as a module and call useWasmModule(module) before the first use of select-service (docs/edge-runtimes.md)', { cause: err });
+  }
   if (shared !== null) plainBytes.set(m, b);
   if (bytes === undefined) embedded = m;
   return m;
 }
 
-/** Instantiates a module (compiling `src` bytes first), falling back to a plain memory where a shared one cannot be had. */
-function instantiate(src: WebAssembly.Module | Uint8Array | undefined, imports: WebAssembly.Imports): WebAssembly.Instance {
-  const m = src instanceof WebAssembly.Module ? src : compileWasm(src);
+/**
+ * Use `module`, a compiled `select-service.wasm` of this version, instead of compiling the
+ * embedded bytes: for runtimes that forbid compiling wasm at run time (Cloudflare Workers:
+ * `import wasm from './select-service.wasm'`) or hosts that compile it themselves. Call it once,
+ * before the first use of select-service (a core, a simulation, a hash); calling it again with
+ * the same module is a no-op. Throws, changing nothing, when `module` is not a compiled module,
+ * when its imports or exports are not the index's, or when the wasm is already instantiated.
+ */
+export function useWasmModule(module: WebAssembly.Module): void {
+  if (module === hostModule) return;
+  let imports: WebAssembly.ModuleImportDescriptor[], exports: WebAssembly.ModuleExportDescriptor[];
   try {
-    return new WebAssembly.Instance(m, imports);
+    imports = WebAssembly.Module.imports(module);
+    exports = WebAssembly.Module.exports(module);
+  } catch {
+    const got = module === null || typeof module !== 'object' ? String(module) : (module as object).constructor?.name ?? 'an object';
+    throw new TypeError(`useWasmModule: expected a compiled WebAssembly.Module (got ${got}); in a Worker import it as a module `
+      + "(import wasm from './select-service.wasm'), elsewhere compile the file's bytes with WebAssembly.compile(bytes)");
+  }
+  const { missing, unexpected } = interfaceDiff(describeInterface(imports, exports));
+  if (missing.length > 0 || unexpected.length > 0) {
+    const list = (what: string, l: string[]) => (l.length === 0 ? [] : [`${what}: ${l.slice(0, 5).join(', ')}${l.length > 5 ? `, ... (${l.length})` : ''}`]);
+    throw new TypeError(`useWasmModule: the module is not this version's wasm index (${[...list('missing', missing), ...list('not expected', unexpected)].join('; ')}); `
+      + 'pass build/browser/select-service.wasm of the installed select-service, compiled unchanged');
+  }
+  if (started) {
+    throw new Error('useWasmModule: too late, the wasm index is already instantiated (select-service was used before this call); '
+      + 'call useWasmModule(module) once, before the first use, e.g. at the top level of the Worker\'s module');
+  }
+  hostModule = module;
+}
+
+/**
+ * Instantiates a module (compiling `src` bytes first; by default the host's module or the
+ * embedded build), falling back to a plain memory where a shared one cannot be had.
+ */
+function instantiate(src: WebAssembly.Module | Uint8Array | undefined, imports: WebAssembly.Imports): WebAssembly.Instance {
+  const m = src === undefined ? hostModule ?? compileWasm() : src instanceof Uint8Array ? compileWasm(src) : src;
+  let inst: WebAssembly.Instance;
+  try {
+    inst = new WebAssembly.Instance(m, imports);
   } catch (err) {
     const plain = plainBytes.get(m);
     if (plain === undefined) throw err;
     // A page without cross-origin isolation has no shared memory: use the module as built.
     const p = new WebAssembly.Module(plain as BufferSource);
     if (m === embedded) embedded = p;
-    return new WebAssembly.Instance(p, imports);
+    inst = new WebAssembly.Instance(p, imports);
   }
+  if (src === undefined) started = true;
+  return inst;
 }
 
 function constant(exports: WebAssembly.Exports, name: string): number {

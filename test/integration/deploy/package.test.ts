@@ -22,11 +22,15 @@ const pkg = JSON.parse(readRepoFile('package.json')) as {
   exports: Record<string, Record<string, string>>; dependencies: Record<string, string>; devDependencies: Record<string, string>;
 };
 
-/** Files the package must carry: every entry point package.json names, the embedded wasm, the page. */
+/**
+ * Files the package must carry: every entry point package.json names, the embedded wasm, the wasm
+ * as a file (for hosts that must be handed a compiled module: useWasmModule), the page.
+ */
 const REQUIRED = [...new Set([
   ...Object.values(pkg.bin), pkg.main, pkg.types,
   ...Object.values(pkg.exports).flatMap((e) => Object.values(e)),
-  'build/dist/src/generated/wasm-bytes.js', 'build/web/index.html', 'build/web/sim-page.js', 'README.md', 'package.json',
+  'build/dist/src/generated/wasm-bytes.js', 'build/browser/select-service.wasm', 'build/web/index.html', 'build/web/sim-page.js',
+  'README.md', 'package.json',
 ].map((p) => p.replace(/^\.\//, '')))];
 
 /** What must not ship: tests, benchmarks, the test oracle, sources, source maps, build leftovers. */

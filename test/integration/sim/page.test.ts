@@ -2,8 +2,8 @@
  * The simulator page in headless Chromium (Debian's /usr/bin/chromium driven by playwright-core;
  * never a downloaded browser): opened from the file system, it runs a short simulation of the
  * bundled sample in its Web Worker and renders the table and charts, exports CSV, sweeps a knob and
- * cancels a run; the `select-service/browser`
- * bundle works as an ES module without the page.
+ * cancels a run; its form fits the window at 1280, 1400 and 1920 px (checked by layout boxes); the
+ * `select-service/browser` bundle works as an ES module without the page.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -29,8 +29,8 @@ before(async () => {
 after(async () => { await browser?.close(); });
 
 /** The page from the file system, ready, with its script errors collected. */
-async function openPage() {
-  const page = await browser!.newPage({ viewport: { width: 1300, height: 1000 } });
+async function openPage(width = 1300) {
+  const page = await browser!.newPage({ viewport: { width, height: 1000 } });
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(pathToFileURL(join(BUILD, 'web/index.html')).href);
@@ -52,7 +52,7 @@ test('the page runs a simulation from file:// and renders the table and charts',
     policy: (tr as HTMLElement).dataset.policy, hit: Number((tr as HTMLElement).dataset.hitRate),
     ttft: Number((tr as HTMLElement).dataset.ttftP50), cells: Array.from(tr.querySelectorAll('td'), (td) => td.textContent),
   })));
-  assert.deepEqual(rows.map((r) => r.policy), ['kv', 'round_robin', 'random', 'least_loaded', 'session_affinity']);
+  assert.deepEqual(rows.map((r) => r.policy), ['ttft', 'kv', 'round_robin', 'random', 'least_loaded', 'session_affinity']);
   for (const r of rows) {
     assert.ok(r.hit > 0 && r.hit < 0.5, `${r.policy} hit rate ${r.hit}`);
     assert.ok(r.ttft > 10 && r.ttft < 60_000, `${r.policy} TTFT p50 ${r.ttft} ms`);
@@ -61,11 +61,11 @@ test('the page runs a simulation from file:// and renders the table and charts',
   const paths = (sel: string) => page.$$eval(`${sel} path.series`, (ps) => ps.map((p) => (p.getAttribute('d') ?? '').length));
   const hit = await paths('#chart-hit');
   const ttft = await paths('#chart-ttft');
-  assert.equal(hit.length, 5);
-  assert.equal(ttft.length, 5);
+  assert.equal(hit.length, 6);
+  assert.equal(ttft.length, 6);
   for (const d of [...hit, ...ttft]) assert.ok(d > 100, 'every series drew a line');
-  assert.equal(await page.$$eval('#chart-load svg', (s) => s.length), 5);
-  assert.equal((await paths('#chart-load')).length, 5 * 8);
+  assert.equal(await page.$$eval('#chart-load svg', (s) => s.length), 6);
+  assert.equal((await paths('#chart-load')).length, 6 * 8);
   assert.equal(await page.isVisible('#load-section'), true);
   // one y scale for every per-worker chart: the same tick labels everywhere
   const yTicks = await page.$$eval('#chart-load svg', (svgs) => svgs.map((s) => Array.from(s.querySelectorAll('text.tick[text-anchor=end]'), (t) => t.textContent).join(' ')));
@@ -78,9 +78,47 @@ test('the page runs a simulation from file:// and renders the table and charts',
   assert.equal(download.suggestedFilename(), 'simulation.csv');
   const csv = readFileSync(await download.path(), 'utf8').trim().split('\n');
   assert.match(csv[0], /^policy,hit_rate,block_hit_rate,ttft_p50_ms,/);
-  assert.deepEqual(csv.slice(1).map((l) => l.split(',')[0]), ['kv', 'round_robin', 'random', 'least_loaded', 'session_affinity']);
+  assert.deepEqual(csv.slice(1).map((l) => l.split(',')[0]), ['ttft', 'kv', 'round_robin', 'random', 'least_loaded', 'session_affinity']);
   assert.deepEqual(errors, []);
   await page.close();
+});
+
+test('the form fits at 1280, 1400 and 1920 px: no panel overlaps another, every control lies inside its panel', { skip: SKIP }, async () => {
+  for (const width of [1280, 1400, 1920]) {
+    const { page, errors } = await openPage(width);
+    const layout = await page.evaluate(() => {
+      const box = (e: Element) => { const r = e.getBoundingClientRect(); return { left: r.left, right: r.right, top: r.top, bottom: r.bottom }; };
+      const name = (e: Element) => `${e.tagName.toLowerCase()}${e.id ? `#${e.id}` : ''}${(e as HTMLInputElement).value && e.tagName === 'INPUT' && (e as HTMLInputElement).type === 'checkbox' ? `[${(e as HTMLInputElement).value}]` : ''}`;
+      const panels = Array.from(document.querySelectorAll('#form fieldset'), (f) => ({
+        legend: f.querySelector('legend')?.textContent ?? '', box: box(f), overflow: f.scrollWidth - f.clientWidth,
+        controls: Array.from(f.querySelectorAll('input, select, textarea, label'), (c) => ({ name: name(c), box: box(c) })),
+      }));
+      const wide = Array.from(document.querySelectorAll('body *'), (e) => ({ name: name(e), right: e.getBoundingClientRect().right }))
+        .filter((e) => e.right > innerWidth + 0.5);
+      return { panels, wide, viewport: innerWidth, page: document.documentElement.scrollWidth };
+    });
+    const at = `at ${width} px`;
+    assert.equal(layout.viewport, width);
+    assert.ok(layout.page <= width, `${at}: the page is ${layout.page} px wide`);
+    assert.deepEqual(layout.wide.map((e) => e.name), [], `${at}: nothing reaches past the right edge`);
+    assert.ok(layout.panels.length >= 6, `${at}: ${layout.panels.length} panels`);
+    const EPS = 0.5; // sub-pixel rounding
+    for (const [i, a] of layout.panels.entries()) {
+      assert.ok(a.overflow <= 0, `${at}: ${a.legend} overflows its box by ${a.overflow} px`);
+      for (const c of a.controls) {
+        const inside = c.box.left >= a.box.left - EPS && c.box.right <= a.box.right + EPS && c.box.top >= a.box.top - EPS && c.box.bottom <= a.box.bottom + EPS;
+        assert.ok(inside, `${at}: ${c.name} ${JSON.stringify(c.box)} is not inside ${a.legend} ${JSON.stringify(a.box)}`);
+      }
+      for (const b of layout.panels.slice(i + 1)) {
+        const overlap = Math.min(a.box.right, b.box.right) - Math.max(a.box.left, b.box.left) > EPS
+          && Math.min(a.box.bottom, b.box.bottom) - Math.max(a.box.top, b.box.top) > EPS;
+        assert.ok(!overlap, `${at}: ${a.legend} ${JSON.stringify(a.box)} overlaps ${b.legend} ${JSON.stringify(b.box)}`);
+      }
+    }
+    assert.equal(await page.isChecked('input[name=policy][value=ttft]'), true, 'ttft has its checkbox, checked');
+    assert.deepEqual(errors, []);
+    await page.close();
+  }
 });
 
 test('a sweep draws TTFT and hit rate against the swept value; Cancel stops a run and the next one works', { skip: SKIP }, async () => {
@@ -101,16 +139,16 @@ test('a sweep draws TTFT and hit rate against the swept value; Cancel stops a ru
   await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state ?? ''), null, { timeout: 120_000 });
   assert.equal(await page.evaluate(() => document.body.dataset.state), 'done', await page.textContent('#status') ?? '');
   const rows = await page.$$eval('#metrics tbody tr', (trs) => trs.map((tr) => `${(tr as HTMLElement).dataset.value} ${(tr as HTMLElement).dataset.policy}`));
-  assert.deepEqual(rows, ['1 kv', '1 round_robin', '1 random', '1 least_loaded', '4 kv', '4 round_robin', '4 random', '4 least_loaded']);
+  assert.deepEqual(rows, ['1 ttft', '1 kv', '1 round_robin', '1 random', '1 least_loaded', '4 ttft', '4 kv', '4 round_robin', '4 random', '4 least_loaded']);
   const figures = await page.$$eval('#chart-sweep [data-figure]', (fs) => fs.map((f) => (f as HTMLElement).dataset.figure));
   assert.deepEqual(figures, ['sweep-speed-ttft-p50', 'sweep-speed-ttft-p90', 'sweep-speed-hit-rate']);
-  assert.equal(await page.$$eval('#chart-sweep path.series', (ps) => ps.length), 3 * 4);
+  assert.equal(await page.$$eval('#chart-sweep path.series', (ps) => ps.length), 3 * 5);
   assert.equal(await page.isVisible('#load-section'), false);
   const [download] = await Promise.all([page.waitForEvent('download'), page.click('#csv')]);
   assert.equal(download.suggestedFilename(), 'sweep-speed.csv');
   const csv = readFileSync(await download.path(), 'utf8').trim().split('\n');
   assert.match(csv[0], /^speed,policy,hit_rate,/);
-  assert.equal(csv.length, 9);
+  assert.equal(csv.length, 11);
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -27,7 +27,8 @@ function probe(name: string, candidates: string[]): Found {
   const tried: string[] = [];
   for (const path of candidates) {
     // bun's placeholder before its postinstall is a small script that fails: skip it by size
-    if (path.includes('/') && (!existsSync(path) || statSync(path).size < 1_000_000)) { tried.push(`${path} (not a binary)`); continue; }
+    if (path.includes('/') && !existsSync(path)) { tried.push(`${path} (missing)`); continue; }
+    if (path.includes('/') && statSync(path).size < 1_000_000) { tried.push(`${path} (not a binary)`); continue; }
     const r = spawnSync(path, ['--version'], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, NO_COLOR: '1', DENO_NO_UPDATE_CHECK: '1' } });
     if (r.status === 0) return { ok: true, path, version: r.stdout.trim().split('\n')[0] };
     tried.push(`${path} (${r.error?.message ?? `exit ${r.status}: ${r.stderr.trim().split('\n')[0]}`})`);

@@ -12,7 +12,7 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
@@ -26,7 +26,16 @@ const TRACE = FULL_TRACE.split('\n').slice(0, 150).join('\n');
 type Miniflare = import('miniflare').Miniflare;
 let mf: Miniflare | null = null;
 let skip: string | false = false;
-try { await import('miniflare'); } catch (err) { skip = `miniflare is not installed (npm ci installs it): ${(err as Error).message}`; }
+try {
+  await import('miniflare');
+  // the workerd binary miniflare starts: the `default` export of its CommonJS package (imported
+  // through a variable: the package has no types)
+  const workerd = 'workerd';
+  const bin = (await import(workerd) as { default: { default: string } }).default.default;
+  if (!existsSync(bin)) skip = `workerd's binary is not installed at ${bin} (npm ci installs it with miniflare)`;
+} catch (err) {
+  skip = `miniflare or workerd's binary is not installed (npm ci installs them): ${(err as Error).message.trim().split('\n')[0]}`;
+}
 
 /**
  * The string values of wrangler.toml's top level and `[vars]` (`KEY = "..."` and `KEY = '''...'''`):

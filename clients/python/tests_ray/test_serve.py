@@ -219,6 +219,30 @@ class EngineTest(unittest.TestCase):
         self.assertEqual(router_of("engine").stats()["deleted"] - deleted, 3)
 
 
+class ExampleTest(unittest.TestCase):
+    """examples/ray_serve_router.py, deployed as it is."""
+
+    def test_the_example_app(self) -> None:
+        import importlib.util
+
+        path = os.path.join(HERE, "..", "..", "..", "examples", "ray_serve_router.py")
+        spec = importlib.util.spec_from_file_location("ray_serve_router_example", path)
+        assert spec is not None and spec.loader is not None
+        example = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(example)
+        handle = serve.run(example.build_app(SERVICE_URL, name="example"), name="example", route_prefix=None)
+        list(handle.options(stream=True).generate.remote("warm-up", max_tokens=1))
+        wait_for("the example's workers", lambda: registered(SERVICE_URL, "example") == {
+            worker_id_for_replica(u) for u in replica_uids("example")} and len(replica_uids("example")) == 2)
+        answers = example.main(handle)
+        self.assertEqual(len(answers), 4)
+        self.assertEqual(len(set(answers.values())), 1, answers)  # the shared document sticks
+        stats = router_of("example").stats()
+        self.assertGreaterEqual(stats["bookings"], 4, stats)
+        wait_for("every booking to be freed", lambda: not any(active_by_worker(SERVICE_URL, "example").values()))
+        serve.delete("example")
+
+
 class KvEventsTest(unittest.TestCase):
     """A service fed by KV events: the fake engines publish vLLM batches over ZMQ PUB."""
 

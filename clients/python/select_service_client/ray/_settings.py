@@ -41,8 +41,9 @@ class RouterSettings:
     """Block size registered for replicas whose routing_stats have none (vLLM's default, 16)."""
     policy_class: Optional[str] = None
     """Sent as ``x-dynamo-meta-policy-class`` with every selection."""
-    transport: str = "auto"
-    """``auto`` (aiohttp when installed, else ``asyncio``), ``aiohttp``, ``asyncio`` (stdlib) or ``thread``."""
+    transport: str = "asyncio"
+    """``asyncio`` (the client's stdlib HTTP/1.1 over asyncio), ``aiohttp``, ``auto`` (aiohttp when
+    installed) or ``thread``. The default measured fastest in the router (bench/RESULTS.md)."""
 
     @classmethod
     def from_kwargs(cls, kwargs: Dict[str, Any], default_model: str) -> "RouterSettings":

@@ -40,6 +40,7 @@ log = logging.getLogger("ray.serve.select_service")
 
 _BOOKING = "_select_service_booking"  # the booking rides on its PendingRequest (retries reuse the object)
 # The base class's own routing step, used per request by _choose_replica_for_request below.
+_FREE_DELAY_S = 0.002
 _DIRECT_API = ("_select_from_candidate_replicas", "_replicas_updated_event", "_backoff", "_replicas_list")
 
 
@@ -64,6 +65,7 @@ class SelectServiceRouter(RequestRouter):
         self._headers = {POLICY_CLASS_HEADER: s.policy_class} if s.policy_class else None
         self._partition = {"model_name": s.model_name, **({"routing_group": s.routing_group} if s.routing_group else {})}
         self._unfreed: Set[str] = set()
+        self._to_free: List[Booking] = []
         self._sweeper: Optional["asyncio.Task[Any]"] = None
         self._last_resync = 0.0
         self.counters: "Counter[str]" = Counter()
@@ -237,7 +239,19 @@ class SelectServiceRouter(RequestRouter):
         """Frees the booking (``DELETE /reservations/{id}``) once its last send finished."""
         booking = self._bookings.completed(replica_id, internal_request_id)
         if booking is not None:
-            self._spawn(self._delete(booking.selection_id, booking))
+            self._free_soon(booking)
+
+    def _free_soon(self, booking: Booking) -> None:
+        """Frees in batches, a moment later: the next request's booking (often just sent) then does
+        not queue behind this DELETE in the service, and one task sends a burst of frees."""
+        self._to_free.append(booking)
+        if len(self._to_free) == 1:
+            self._event_loop.call_later(_FREE_DELAY_S, lambda: self._spawn(self._flush_frees()))
+
+    async def _flush_frees(self) -> None:
+        batch, self._to_free = self._to_free, []
+        for booking in batch:
+            await self._delete(booking.selection_id, booking)
 
     async def _move(self, booking: Booking) -> None:
         async with booking.lock:

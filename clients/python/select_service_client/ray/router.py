@@ -22,6 +22,7 @@ from collections import Counter
 from typing import Any, Dict, List, Optional, Set
 from urllib.parse import quote
 
+from ray.util import metrics
 from ray.serve.request_router import PendingRequest, ReplicaID, ReplicaResult, RequestRouter, RunningReplica
 
 from ..aio import AsyncSelectServiceClient
@@ -70,6 +71,15 @@ class SelectServiceRouter(RequestRouter):
         self._last_resync = 0.0
         self.counters: "Counter[str]" = Counter()
         self._booking_s = 0.0
+        tags = {"application": dep.app_name, "deployment": dep.name}
+        self._m_fallbacks = metrics.Counter(
+            "select_service_router_fallbacks", tag_keys=("application", "deployment", "reason"),
+            description="Requests routed by Serve's default choice because select-service did not book them")
+        self._m_fallbacks.set_default_tags(tags)
+        self._m_expired = metrics.Counter(
+            "select_service_router_expired_bookings", tag_keys=("application", "deployment"),
+            description="Bookings freed by the TTL backstop (their completion never came)")
+        self._m_expired.set_default_tags(tags)
         self._direct = all(hasattr(self, name) for name in _DIRECT_API)
         if not self._direct:  # another Ray version: Serve's own loop, which handles each request's choice too
             log.warning("SelectServiceRouter: this Ray has no %s; using RequestRouter's routing loop", _DIRECT_API)
@@ -169,6 +179,7 @@ class SelectServiceRouter(RequestRouter):
     def _fallback(self, candidates: List[RunningReplica], reason: str) -> List[List[RunningReplica]]:
         self._availability.fell_back(reason)
         self.counters[f"fallback_{reason}"] += 1
+        self._m_fallbacks.inc(tags={"reason": reason})
         return self._default_choice(candidates)
 
     @staticmethod
@@ -319,6 +330,7 @@ class SelectServiceRouter(RequestRouter):
         if not expired:
             return
         self.counters["expired"] += len(expired)
+        self._m_expired.inc(len(expired))
         log.warning("select-service: freeing %d booking(s) older than %.0f s whose completion never came (e.g. %s)",
                     len(expired), self.settings.booking_ttl_s, expired[0].selection_id)
         for booking in expired:

@@ -1,128 +1,98 @@
-"""KV-cache-aware routing from a Ray Serve deployment (or any Python router) with select-service.
+"""A Ray Serve app routed by select-service: ``SelectServiceRouter`` picks the engine replica.
 
-NOT TESTED: Ray is not installed where this repository's tests run, so this file is only checked
-for syntax. The client it uses (clients/python, package ``select_service_client``) is tested
-against real service processes by ``npm test``.
+The engine here is a fake that streams tokens (swap in your vLLM/SGLang deployment); everything
+else is what a real deployment does:
 
-The flow for each request, as select-service expects it:
+- the deployment names the router in ``RequestRouterConfig`` (select-service's URL in the kwargs);
+- callers pass the prompt's token ids as ``request_token_ids`` (Ray Serve LLM's convention) and
+  ``max_tokens``; the router books the request with one ``POST /select_and_reserve`` and frees it
+  when the call completes;
+- each replica publishes its block size (and, with a real engine, its KV-events endpoint) in
+  ``record_routing_stats()``, and reports the first token and every output block from the stream.
 
-1. ``/select`` (with a selection id): which worker, without booking load yet;
-2. send the request to that worker;
-3. book it: ``POST /reservations`` with only the selection id (replay of step 1); if the service
-   answers 404 (the selection expired, or another selector replica answered step 1), the
-   explicit form with the chosen worker and the same prompt;
-4. ``prefill_complete`` at the first token, ``output_block`` every ``block_size`` generated tokens;
-5. ``DELETE /reservations/{id}`` at the end, also when anything failed.
+Run it (select-service on 127.0.0.1:8092 without KV events: ``DYN_ROUTER_USE_KV_EVENTS=false
+npm start``; Python with ``pip install "ray[serve]==2.58.0" ./clients/python``)::
 
-``client.booking(...)`` does 1, 3 and 5 (5 on every way out of the ``with`` block); the router
-does 2 and 4. Use ``client.reserved_booking(...)`` to book in step 1 already (``/select_and_reserve``)
-when the worker call can start right away.
+    SELECT_SERVICE_URL=http://127.0.0.1:8092 python examples/ray_serve_router.py
 
-Run (with Ray Serve installed, workers registered in select-service, a tokenizer of your model)::
-
-    SELECT_SERVICE_URL=http://select-service:8092 serve run examples.ray_serve_router:app
+The repository's Ray test (``npm test -- ray``) deploys this app and checks what ``main`` prints.
+See docs/ray-serve.md for every option.
 """
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import threading
-import urllib.request
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, AsyncIterator, Dict, List, Optional
 
-from select_service_client import SelectServiceClient, SelectServiceError
+from ray import serve
+from ray.serve.config import RequestRouterConfig
 
-SELECT_SERVICE_URL = os.environ.get("SELECT_SERVICE_URL", "http://127.0.0.1:8092")
-MODEL_NAME = os.environ.get("MODEL_NAME", "llama")
+from select_service_client.ray import SelectServiceRouter, report_output_block, report_prefill_complete
 
-
-class KvAwareRouter:
-    """Routes one request at a time per thread; framework-free (the Ray wrapper is below)."""
-
-    def __init__(self, base_url: str, model_name: str, tokenize: Callable[[str], List[int]],
-                 token: Optional[str] = None) -> None:
-        self.base_url = base_url
-        self.model_name = model_name
-        self.tokenize = tokenize
-        self.token = token
-        # a client keeps one connection and serializes its calls: one client per thread
-        self._local = threading.local()
-
-    @property
-    def client(self) -> SelectServiceClient:
-        client = getattr(self._local, "client", None)
-        if client is None:
-            client = self._local.client = SelectServiceClient(self.base_url, timeout=30, token=self.token)
-        return client
-
-    def generate(self, prompt: str, max_tokens: int = 256, session_id: Optional[str] = None) -> Iterator[str]:
-        """Streams the completion of ``prompt`` from the worker select-service picks."""
-        token_ids = self.tokenize(prompt)
-        with self.client.booking(model_name=self.model_name, token_ids=token_ids, session_id=session_id,
-                                 expected_output_tokens=max_tokens) as b:
-            stream = stream_completion(b.endpoint, prompt, max_tokens)   # 2. call the worker
-            b.reserve()                                                  # 3. book (replay, explicit on 404)
-            block_size = b.selection.block_size if b.selection else 16
-            generated = 0
-            for i, piece in enumerate(stream):
-                if i == 0:
-                    b.prefill_complete()                                 # 4. first token
-                generated += 1
-                if generated % block_size == 0:
-                    b.output_block()                                     # 4. one more KV block
-                yield piece
-        # 5. freed here, or by the `with` on an exception (worker down, client gone, ...)
+BLOCK_SIZE = 16
 
 
-def stream_completion(endpoint: str, prompt: str, max_tokens: int) -> Iterator[str]:
-    """A vLLM OpenAI-compatible streaming completion (server-sent events), one piece per token."""
-    body = json.dumps({"model": MODEL_NAME, "prompt": prompt, "max_tokens": max_tokens, "stream": True}).encode()
-    req = urllib.request.Request(f"{endpoint}/v1/completions", data=body,
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=600) as resp:
-        for raw in resp:
-            line = raw.decode("utf-8").strip()
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            event: Dict[str, Any] = json.loads(line[len("data: "):])
-            yield event["choices"][0].get("text", "")
+class FakeStreamingEngine:
+    """Streams ``max_tokens`` pieces; reports prefill and output blocks to select-service."""
+
+    def __init__(self, select_service_url: str) -> None:
+        self.url = select_service_url
+        self.replica = serve.get_replica_context().replica_id.unique_id
+
+    def record_routing_stats(self) -> Dict[str, Any]:
+        # a vLLM replica would add "kv_events_endpoint": "tcp://<node ip>:5557" (docs/ray-serve.md)
+        return {"block_size": BLOCK_SIZE, "max_num_batched_tokens": 8192}
+
+    async def generate(self, prompt: str, request_token_ids: Optional[List[int]] = None,
+                       max_tokens: int = 32) -> AsyncIterator[str]:
+        for i in range(max_tokens):
+            await asyncio.sleep(0.001)  # the engine's decode step
+            if i == 0:
+                await report_prefill_complete(self.url)
+            elif i % BLOCK_SIZE == 0:
+                await report_output_block(self.url)
+            yield f"{self.replica}:{i} "
 
 
-def whitespace_tokenizer(text: str) -> List[int]:
-    """Placeholder: route with the model's real tokenizer (the engines' token ids) in production."""
-    return [hash(word) & 0x7FFFFFFF for word in text.split()]
+def build_app(select_service_url: str, name: str = "engine", num_replicas: int = 2) -> Any:
+    """The app: the fake engine behind ``SelectServiceRouter``."""
+    router = RequestRouterConfig(
+        request_router_class=SelectServiceRouter,
+        request_router_kwargs={"select_service_url": select_service_url, "timeout_s": 0.05},
+        request_routing_stats_period_s=1.0)
+    engine = serve.deployment(FakeStreamingEngine, name=name, num_replicas=num_replicas, max_ongoing_requests=64,
+                              ray_actor_options={"num_cpus": 0}, request_router_config=router)
+    return engine.bind(select_service_url)
 
 
-try:  # the Ray Serve wrapper, only where Ray is installed
-    from ray import serve
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse, StreamingResponse
+def tokenize(text: str) -> List[int]:
+    """A stand-in tokenizer (one id per character); use your model's tokenizer, so that the ids
+    are the ones the engines cache."""
+    return [ord(c) for c in text]
 
-    @serve.deployment(num_replicas=2, max_ongoing_requests=64)
-    class RouterDeployment:
-        def __init__(self) -> None:
-            self.router = KvAwareRouter(SELECT_SERVICE_URL, MODEL_NAME, whitespace_tokenizer)
 
-        async def __call__(self, request: Request) -> Any:
-            payload = await request.json()
-            pieces = self.router.generate(payload["prompt"], int(payload.get("max_tokens", 256)),
-                                          payload.get("session_id"))
-            try:
-                # the client blocks, so it runs off the event loop: the first piece here (selection
-                # and booking errors surface before the response starts), the rest in Starlette's
-                # thread pool. A client that goes away closes the generator, which frees the booking.
-                first = await asyncio.to_thread(next, pieces)
-            except SelectServiceError as err:
-                # 503: no schedulable worker; 429: a queue limit (err.details says which)
-                return JSONResponse({"error": err.error, "details": err.details}, status_code=err.status or 502)
+def ask(handle: Any, prompt: str, max_tokens: int = 32) -> str:
+    """Streams one completion; returns the replica that generated it."""
+    stream = handle.options(stream=True).generate.remote(prompt, request_token_ids=tokenize(prompt),
+                                                         max_tokens=max_tokens)
+    pieces = list(stream)
+    return pieces[-1].split(":")[0]
 
-            def rest() -> Iterator[str]:
-                yield first
-                yield from pieces
 
-            return StreamingResponse(rest(), media_type="text/plain")
+def main(handle: Any) -> Dict[str, str]:
+    """Four questions about one long document: they share its prefix, so they go where it is cached."""
+    document = "A long shared system prompt and document. " * 8
+    return {q: ask(handle, document + q) for q in ("Summarize it.", "Who wrote it?", "When?", "Why?")}
 
-    app = RouterDeployment.bind()
-except ImportError:  # plain Python: use KvAwareRouter directly
-    pass
+
+if __name__ == "__main__":
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False)
+    serve.start(proxy_location="Disabled")
+    app = serve.run(build_app(os.environ.get("SELECT_SERVICE_URL", "http://127.0.0.1:8092")), name="example")
+    list(app.options(stream=True).generate.remote("warm-up", max_tokens=1))  # a handle's router starts on first use
+    for question, replica in main(app).items():
+        print(f"{question!r} -> replica {replica}")
+    serve.shutdown()
+    ray.shutdown()

@@ -7,7 +7,7 @@ import socket
 import ssl
 import threading
 from typing import Dict, Optional, Tuple
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from .errors import SelectServiceConnectionError, SelectServiceTimeout
 
@@ -16,17 +16,23 @@ from .errors import SelectServiceConnectionError, SelectServiceTimeout
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
 
 
+def split_base_url(base_url: str) -> SplitResult:
+    """The parts of a service base URL; ValueError for anything but ``http(s)://host[:port][/prefix]``."""
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"base_url must be an http:// or https:// URL (got {base_url!r})")
+    if not parts.hostname:
+        raise ValueError(f"base_url has no host (got {base_url!r})")
+    if parts.query or parts.fragment:
+        raise ValueError(f"base_url must not have a query or fragment (got {base_url!r})")
+    return parts
+
+
 class Transport:
     """Sends requests over one reused connection, serialized by a lock."""
 
     def __init__(self, base_url: str, headers: Dict[str, str], ssl_context: Optional[ssl.SSLContext] = None) -> None:
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https"):
-            raise ValueError(f"base_url must be an http:// or https:// URL (got {base_url!r})")
-        if not parts.hostname:
-            raise ValueError(f"base_url has no host (got {base_url!r})")
-        if parts.query or parts.fragment:
-            raise ValueError(f"base_url must not have a query or fragment (got {base_url!r})")
+        parts = split_base_url(base_url)
         self.https = parts.scheme == "https"
         self.host = parts.hostname
         self.port = parts.port or (443 if self.https else 80)

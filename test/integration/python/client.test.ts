@@ -74,7 +74,7 @@ test('the Python client suite passes against real services', async (t) => {
   t.diagnostic(`python: ${ran[1]} tests`);
 });
 
-test('examples/ray_serve_router.py is valid Python (syntax only: Ray is not installed here, so it is not run)', (t) => {
+test('examples/ray_serve_router.py is valid Python (also without Ray; test/integration/ray runs it in a real Ray Serve)', (t) => {
   const missing = pythonMissing();
   if (missing) { t.skip(missing); return; }
   const r = spawnSync(PYTHON, ['-c', 'import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])', 'examples/ray_serve_router.py'],

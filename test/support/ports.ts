@@ -112,12 +112,18 @@ export async function silentTcpEndpoint(t: After): Promise<string> {
   return `tcp://127.0.0.1:${(server.address() as { port: number }).port}`;
 }
 
-/** Polls `check` every few ms until it returns true (or throws after `timeoutMs`). */
+/**
+ * Polls `check` until it returns true (or throws after `timeoutMs`): every 10 ms, or after four
+ * times as long as the check itself took, so that an expensive check (a snapshot of 10,000
+ * ranks takes ~100 ms on a busy machine) holds at most a fifth of the event loop and leaves the
+ * rest to the work it waits for.
+ */
 export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 5000, what = 'condition'): Promise<void> {
   const end = Date.now() + timeoutMs;
   for (;;) {
+    const t0 = performance.now();
     if (await check()) return;
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, Math.max(10, 4 * (performance.now() - t0))));
   }
 }

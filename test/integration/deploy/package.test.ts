@@ -78,7 +78,7 @@ test('the packed package installs with --omit=dev, starts, answers /health and p
 
   // start the installed bin (KV events on: the worker below makes the installed zeromq open a socket)
   const bin = join(app, 'node_modules', '.bin', Object.keys(pkg.bin)[0]);
-  const s = await startService([], { DYN_ROUTER_USE_KV_EVENTS: 'true' }, 30_000, [bin]);
+  const s = await startService([], { DYN_ROUTER_USE_KV_EVENTS: 'true' }, 60_000, [bin]);
   t.after(() => s.stop());
   assert.deepEqual(await s.request('GET', '/health'), { status: 200, body: { status: 'ok' } });
   const worker = await s.request('POST', '/workers', {

@@ -113,6 +113,33 @@ export async function silentTcpEndpoint(t: After): Promise<string> {
 }
 
 /**
+ * Established TCP connections whose remote end is `port` on this machine (any process), from
+ * /proc/net/tcp and tcp6; null where those cannot be read (not Linux).
+ */
+export function connectionsTo(port: number): number | null {
+  const hex = port.toString(16).toUpperCase().padStart(4, '0');
+  let n = 0;
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text: string;
+    try { text = readFileSync(file, 'utf8'); } catch { return null; }
+    for (const line of text.split('\n').slice(1)) {
+      const [, , remote, state] = line.trim().split(/\s+/);
+      if (state === '01' && remote?.endsWith(`:${hex}`)) n++; // 01: ESTABLISHED
+    }
+  }
+  return n;
+}
+
+/**
+ * Waits until no connection to `port` is left (a ZMQ disconnect takes effect in the I/O thread,
+ * later on a busy machine); where connections cannot be seen (not Linux), waits half a second.
+ */
+export async function untilDisconnected(port: number, timeoutMs = 15_000): Promise<void> {
+  if (connectionsTo(port) === null) { await new Promise((r) => setTimeout(r, 500)); return; }
+  await eventually(() => connectionsTo(port) === 0, timeoutMs, `every connection to port ${port} closed`);
+}
+
+/**
  * Polls `check` until it returns true (or throws after `timeoutMs`): every 10 ms, or after four
  * times as long as the check itself took, so that an expensive check (a snapshot of 10,000
  * ranks takes ~100 ms on a busy machine) holds at most a fifth of the event loop and leaves the

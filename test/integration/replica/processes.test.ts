@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startService, type ServiceProcess } from '../../support/service-process.js';
-import { eventually, reservedPort } from '../../support/ports.js';
+import { eventually, reservedPort, untilDisconnected } from '../../support/ports.js';
 import { stringifyJson } from '../../../src/core/wire/json.js';
 
 const W = (id: number) => ({ worker_id: id, model_name: 'model', endpoint: `http://worker-${id}:8000`, block_size: 4 });
@@ -117,7 +117,7 @@ test('dynamic membership: register_peer starts delivery, deregister_peer stops i
     await linked(a, c, 'ac');
     assert.equal((await c.request('POST', '/replica_sync/deregister_peer', peer)).status, 200);
     assert.equal((await c.request('POST', '/replica_sync/deregister_peer', peer)).status, 404);
-    await new Promise((r) => setTimeout(r, 200));
+    await untilDisconnected(pa); // C's subscriber was A's only peer
     await book(a, 'after', 1);
     await new Promise((r) => setTimeout(r, 500));
     assert.deepEqual(await load(c), [0, 0, 0], 'nothing arrives after deregistering');
@@ -145,7 +145,7 @@ test('faults: a replica killed with SIGKILL and restarted rejoins; a dropped mes
     // drop the mesh for a while: A's bookings made meanwhile are never seen by B
     const peerOfA = { endpoint: `tcp://127.0.0.1:${ports[0]}` };
     assert.equal((await b.request('POST', '/replica_sync/deregister_peer', peerOfA)).status, 200);
-    await new Promise((r) => setTimeout(r, 200));
+    await untilDisconnected(ports[0]); // B's subscriber was A's only peer
     await book(a, 'lost', 5);
     await new Promise((r) => setTimeout(r, 300));
     assert.deepEqual(await load(b), [0, 0, 0]);

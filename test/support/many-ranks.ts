@@ -21,6 +21,8 @@ export interface ManyRanksOptions {
   publishers: number;
   /** Deadline of each wait (all subscribed; every rank applied a batch). */
   deadlineMs: number;
+  /** Called before each memory reading (a benchmark passes a full GC, so garbage is not counted). */
+  beforeMemory?: () => void;
 }
 
 export interface ManyRanksRun {
@@ -33,7 +35,7 @@ export interface ManyRanksRun {
   liveMs: number;
   /** The same for the second batch (connections warm). */
   secondMs: number;
-  /** This process's memory before registering and once every rank is live (bytes). */
+  /** This process's memory before registering and once every rank is live (bytes; after `beforeMemory`). */
   memoryBefore: NodeJS.MemoryUsage;
   memoryLive: NodeJS.MemoryUsage;
   /** Open descriptors of this process before and once live (null off Linux). */
@@ -58,6 +60,7 @@ export async function runManyRanks(t: After, o: ManyRanksOptions): Promise<ManyR
   const service = await kvService();
   t.after(() => service.shutdown());
   const total = o.workers * o.ranks;
+  o.beforeMemory?.();
   const memoryBefore = process.memoryUsage(), fdsBefore = openFds();
   const t0 = performance.now();
   for (let w = 0; w < o.workers; w++) {
@@ -82,6 +85,7 @@ export async function runManyRanks(t: After, o: ManyRanksOptions): Promise<ManyR
     await eventually(() => ranks().every((r) => r.watermark === seq), o.deadlineMs, `every rank applied batch ${seq}`);
     applied.push(performance.now() - sent);
   }
+  o.beforeMemory?.();
   const memoryLive = process.memoryUsage(), fdsLive = openFds();
   const stats = service.ingressStats() ?? [];
   assert.equal(stats.reduce((n, w) => n + w.counters.batchesApplied, 0), 2 * total);

@@ -6,7 +6,7 @@
  */
 import * as zmq from 'zeromq';
 import { seqFrame } from '../../src/service/kv-events/frames.js';
-import { eventually } from './ports.js';
+import { eventually, releasePort, reservedPort } from './ports.js';
 
 const END = Buffer.alloc(8, 0xff);
 const EMPTY = Buffer.alloc(0);
@@ -17,8 +17,9 @@ export type ReplayShape = 3 | 4;
 export class FakeEngine {
   private pub!: zmq.XPublisher;
   private router: zmq.Router | null = null;
-  /** The bound PUB endpoint (`tcp://127.0.0.1:<port>`). */
+  /** The bound PUB endpoint (`tcp://127.0.0.1:<port>`, a {@link reservedPort}: kept across {@link stop} and {@link resume}). */
   endpoint = '';
+  private port = 0;
   replayEndpoint: string | null = null;
   /** Subscriptions seen since the PUB was (re)bound. */
   subscriptions = 0;
@@ -29,10 +30,15 @@ export class FakeEngine {
 
   private constructor(private readonly replayShape: ReplayShape | null) {}
 
-  /** Binds the PUB (and the ROUTER when `replayShape` is given) on ephemeral 127.0.0.1 ports. */
+  /**
+   * Binds the PUB on a reserved 127.0.0.1 port (nobody else can take the address while the
+   * engine is stopped, so a subscriber retrying it meets this engine or nothing) and the ROUTER,
+   * when `replayShape` is given, on an ephemeral one.
+   */
   static async start(replayShape: ReplayShape | null = null): Promise<FakeEngine> {
     const e = new FakeEngine(replayShape);
-    await e.bindPub('tcp://127.0.0.1:*');
+    e.port = await reservedPort();
+    await e.bindPub(`tcp://127.0.0.1:${e.port}`);
     if (replayShape !== null) {
       e.router = new zmq.Router({ linger: 0 });
       await e.router.bind('tcp://127.0.0.1:*');
@@ -87,14 +93,16 @@ export class FakeEngine {
   /** A publisher process at the address of the stopped one: the PUB is bound there again. */
   async resume(): Promise<void> {
     const at = this.endpoint;
-    // ZMQ releases the port in its I/O thread after close(): retry the bind until it is free.
-    for (let attempt = 0; ; attempt++) {
+    // ZMQ releases the port in its I/O thread after close() (later on a busy machine): retry
+    // the bind until it is free. Nobody else binds a reserved port, so it comes free for us.
+    const end = Date.now() + 30_000;
+    for (;;) {
       try {
         await this.bindPub(at);
         return;
       } catch (err) {
         this.pub.close();
-        if ((err as { code?: string }).code !== 'EADDRINUSE' || attempt >= 200) throw err;
+        if ((err as { code?: string }).code !== 'EADDRINUSE' || Date.now() > end) throw err;
         await new Promise((r) => setTimeout(r, 25));
       }
     }
@@ -119,5 +127,6 @@ export class FakeEngine {
     this.closed = true;
     this.pub.close();
     this.router?.close();
+    releasePort(this.port);
   }
 }

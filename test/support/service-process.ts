@@ -29,7 +29,7 @@ export interface ServiceProcess {
  * Starts a service; rejects (with its output) when it exits or does not listen within `timeoutMs`.
  * `command` runs something other than the built CLI (e.g. an installed package's bin).
  */
-export function startService(args: string[], env: Record<string, string> = {}, timeoutMs = 15000,
+export function startService(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000,
   command: readonly string[] = [process.execPath, CLI]): Promise<ServiceProcess> {
   const child = spawn(command[0], [...command.slice(1), '--host', '127.0.0.1', '--port', '0', ...args], {
     env: { ...process.env, DYN_ROUTER_USE_KV_EVENTS: 'false', ...env }, stdio: ['ignore', 'pipe', 'pipe'],

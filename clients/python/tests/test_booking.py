@@ -15,11 +15,13 @@ class Boom(Exception):
     pass
 
 
-def closed_port() -> int:
-    """A 127.0.0.1 port nothing listens on."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def refusing_port(test: unittest.TestCase) -> int:
+    """A 127.0.0.1 port that refuses connections for the rest of the test: a socket bound there
+    and never listening holds it (a port merely found free could be taken meanwhile)."""
+    s = socket.socket()
+    test.addCleanup(s.close)
+    s.bind(("127.0.0.1", 0))
+    return int(s.getsockname()[1])
 
 
 class BookingTest(unittest.TestCase):
@@ -87,7 +89,7 @@ class TwoStep(BookingTest):
         with self.assertRaises(Boom), self.assertLogs("select_service_client", logging.WARNING) as logs:
             with self.client.booking(model_name=self.model, token_ids=toks(8)) as b2:
                 b2.reserve()
-                b2.client = SelectServiceClient(f"http://127.0.0.1:{closed_port()}")  # the cleanup cannot connect
+                b2.client = SelectServiceClient(f"http://127.0.0.1:{refusing_port(self)}")  # the cleanup cannot connect
                 raise Boom()
         self.assertIn(b2.selection_id, logs.output[0], "a failed cleanup is logged, the body's exception wins")
         self.assertFalse(b2.freed)

@@ -13,7 +13,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startService } from '../../support/service-process.js';
-import { freePort } from '../../support/ports.js';
+import { reservedPort, unboundIpcEndpoint } from '../../support/ports.js';
 import { runProcess as run } from '../../support/run-process.js';
 import { execForm, parseDockerfile, readRepoFile, root } from './files.js';
 
@@ -82,11 +82,11 @@ test('the packed package installs with --omit=dev, starts, answers /health and p
 
   // start the installed bin (KV events on: the worker below makes the installed zeromq open a socket)
   const bin = join(app, 'node_modules', '.bin', Object.keys(pkg.bin)[0]);
-  const s = await startService([], { DYN_ROUTER_USE_KV_EVENTS: 'true' }, 30_000, [bin]);
+  const s = await startService([], { DYN_ROUTER_USE_KV_EVENTS: 'true' }, 60_000, [bin]);
   t.after(() => s.stop());
   assert.deepEqual(await s.request('GET', '/health'), { status: 200, body: { status: 'ok' } });
   const worker = await s.request('POST', '/workers', {
-    worker_id: 1, model_name: 'm', endpoint: 'http://w:8000', block_size: 16, kv_events_endpoint: `tcp://127.0.0.1:${await freePort()}`,
+    worker_id: 1, model_name: 'm', endpoint: 'http://w:8000', block_size: 16, kv_events_endpoint: unboundIpcEndpoint(t),
   });
   assert.equal(worker.status, 201);
   assert.equal(worker.body.lifecycle, 'schedulable', JSON.stringify(worker.body));
@@ -96,5 +96,5 @@ test('the packed package installs with --omit=dev, starts, answers /health and p
   const [cmd, ...args] = healthcheckCommand();
   const check = (url: string) => spawnSync(cmd, args, { env: { ...process.env, SELECT_SERVICE_HEALTHCHECK_URL: url }, timeout: 10_000 });
   assert.equal(check(`${s.url}/health`).status, 0, 'healthy');
-  assert.equal(check(`http://127.0.0.1:${await freePort()}/health`).status, 1, 'nothing listening: unhealthy');
+  assert.equal(check(`http://127.0.0.1:${await reservedPort()}/health`).status, 1, 'nothing listening (a reserved port): unhealthy');
 });

@@ -16,7 +16,7 @@ import { AuthTokens } from '../../../src/service/auth.js';
 import { silentLogger } from '../../../src/service/logger.js';
 import { parseJson } from '../../../src/core/wire/json.js';
 import { rawRequest, startServer, toks } from './server.js';
-import { eventually, freePort } from '../../support/ports.js';
+import { eventually, reservedPort } from '../../support/ports.js';
 
 interface Served { base: string; service: SelectionService }
 
@@ -157,7 +157,7 @@ test('auth: an unusable token file stops the start with a message naming the fla
 });
 
 test('allowlist: a worker or replica peer outside --allowed-endpoints is a 422 naming the endpoint', async (t) => {
-  const port = await freePort();
+  const port = await reservedPort();
   const { base, service } = await serve(t, {
     configure: (b) => b.allowedEndpoints(['127.0.0.0/8', '*.gpu.internal']).replicaSync(port, []),
   });
@@ -178,7 +178,7 @@ test('allowlist: a worker or replica peer outside --allowed-endpoints is a 422 n
 test('allowlist: a malformed list or a static replica peer outside it stops the build, naming the flag', async () => {
   const cfg = parseRouterConfig({ DYN_ROUTER_USE_KV_EVENTS: 'false' });
   await assert.rejects(new SelectionServiceBuilder(cfg).allowedEndpoints(['10.0.0.0/99']).build(), /--allowed-endpoints: "10.0.0.0\/99": not a CIDR block/);
-  const port = await freePort();
+  const port = await reservedPort();
   await assert.rejects(new SelectionServiceBuilder(cfg).allowedEndpoints(['10.0.0.0/8']).replicaSync(port, ['tcp://192.168.0.1:1']).build(),
     /--replica-sync-peers: endpoint: endpoint "tcp:\/\/192.168.0.1:1" is not in --allowed-endpoints/);
 });

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from './server.js';
-import { freePort } from '../../support/ports.js';
+import { reservedPort } from '../../support/ports.js';
 
 test('without --replica-sync-port: peers is [] and register/deregister are 409 "replica sync is disabled"', async (t) => {
   const s = await startServer(t);
@@ -18,9 +18,9 @@ test('without --replica-sync-port: peers is [] and register/deregister are 409 "
 });
 
 test('with replica sync: register 201 then 200, invalid 400, peers sorted, deregister 200 then 404', async (t) => {
-  const port = await freePort();
+  const port = await reservedPort();
   const s = await startServer(t, {}, (b) => b.replicaSync(port, []));
-  const p1 = `tcp://127.0.0.1:${await freePort()}`;
+  const p1 = `tcp://127.0.0.1:${await reservedPort()}`;
   const p2 = 'ipc:///tmp/select-service-peer-test';
   const first = await s.call('POST', '/replica_sync/register_peer', { endpoint: p1 });
   assert.deepEqual([first.status, first.body], [201, { status: 'ok' }]);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { FakeEngine } from '../../support/fake-engine.js';
 import { batch, storedEvent, tokenRange } from '../../support/kv-batches.js';
 import { until, workerBody } from '../../support/kv-service.js';
-import { eventually, freePort } from '../../support/ports.js';
+import { eventually, silentTcpEndpoint, unboundIpcEndpoint } from '../../support/ports.js';
 import { value } from '../../support/prom-text.js';
 import { SelectionServiceBuilder, type SelectionService } from '../../../src/service/service.js';
 import { ConfigError, parseRouterConfig } from '../../../src/core/config/config.js';
@@ -54,10 +54,13 @@ const waitState = (s: SelectionService, id: bigint, state: KvFeedState) =>
   eventually(() => stateOf(s, id) === state, 15_000, `worker ${id} feed ${state} (now ${stateOf(s, id)})`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-test('a rank with no publisher stays connecting, is warned about once, and is still schedulable', async (t) => {
+/**
+ * A rank with no publisher at `endpoint`, an address nobody else can take (not a port found free
+ * earlier, which another test's socket, or the subscriber's own outgoing connection, may take).
+ */
+async function noPublisher(t: After, endpoint: string): Promise<void> {
   const { service, feedLines } = await healthService(t);
-  const port = await freePort(); // nobody listens there
-  const rec = service.upsertWorker(workerBody(1, { kv_events_endpoint: `tcp://127.0.0.1:${port}` }));
+  const rec = service.upsertWorker(workerBody(1, { kv_events_endpoint: endpoint }));
   assert.equal(rec.kv_events?.[0].state, 'connecting');
   await eventually(() => feedLines('1').length > 0, 15_000, 'the warning');
   await sleep(WINDOW_SECS * 3 * 1000); // several more windows: no more lines
@@ -65,11 +68,19 @@ test('a rank with no publisher stays connecting, is warned about once, and is st
   assert.equal(got.length, 1, JSON.stringify(got));
   assert.equal(got[0].level, 'warn');
   assert.match(got[0].msg, /not connected/);
-  assert.deepEqual([got[0].fields.dpRank, got[0].fields.endpoint, got[0].fields.state], [0, `tcp://127.0.0.1:${port}`, 'connecting']);
+  assert.deepEqual([got[0].fields.dpRank, got[0].fields.endpoint, got[0].fields.state], [0, endpoint, 'connecting']);
   assert.equal(stateOf(service, 1n), 'connecting');
   assert.equal(service.ready().ready, true, 'still schedulable');
   assert.deepEqual(service.ready().kv_feeds, { connecting: 1, connected: 0, live: 0, silent: 0, disconnected: 0, error: 0 });
   assert.equal(value((await service.metrics()).text, 'select_service_kv_feed_up', { worker_id: '1', dp_rank: '0' }), 0);
+}
+
+test('a rank with no publisher stays connecting, is warned about once, and is still schedulable (nothing at an ipc path)', async (t) => {
+  await noPublisher(t, unboundIpcEndpoint(t));
+});
+
+test('a rank with no publisher stays connecting, is warned about once, and is still schedulable (a TCP peer that never speaks ZMTP)', async (t) => {
+  await noPublisher(t, await silentTcpEndpoint(t));
 });
 
 test('a publisher: `connected` before its first batch, `live` after; it stops: `disconnected`, warned once; it returns: `live`, one info line', async (t) => {

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { FakeEngine, type ReplayShape } from '../../support/fake-engine.js';
 import { fixtureLines } from '../../support/kv-batches.js';
 import { counters, kvService, selectOverlap, until, workerBody } from '../../support/kv-service.js';
-import { freePort } from '../../support/ports.js';
+import { silentTcpEndpoint } from '../../support/ports.js';
 import { SelectionServiceBuilder } from '../../../src/service/service.js';
 import { parseRouterConfig } from '../../../src/core/config/config.js';
 import { ZmqKvIngress } from '../../../src/service/kv-events/ingress.js';
@@ -66,7 +66,7 @@ test('a replay endpoint that never answers is abandoned after the idle timeout; 
   const service = await new SelectionServiceBuilder(parseRouterConfig({})).feed(ingress).build();
   ingress.setIndexerReady();
   t.after(async () => { await service.shutdown(); await ingress.close(); engine.close(); });
-  const silent = `tcp://127.0.0.1:${await freePort()}`;
+  const silent = await silentTcpEndpoint(t); // accepts the request's connection, answers nothing
   await dropFirstThree(engine, () => service.upsertWorker(workerBody(1, { kv_events_endpoint: engine.endpoint, replay_endpoint: silent })));
   await until(ingress, 1, (c) => c.batchesApplied === 4, 'live batches after the failed replay');
   const c = counters(ingress, 1);

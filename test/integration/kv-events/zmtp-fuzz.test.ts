@@ -16,7 +16,7 @@ import { seqFrame } from '../../../src/service/kv-events/frames.js';
 import { stringifyJson } from '../../../src/core/wire/json.js';
 import { batch, storedEvent, tokenRange } from '../../support/kv-batches.js';
 import { counters, dumpedBlocks, kvService, rankOverlaps, until, workerBody } from '../../support/kv-service.js';
-import { eventually } from '../../support/ports.js';
+import { eventually, unboundIpcEndpoint } from '../../support/ports.js';
 
 const SESSIONS = 30;
 const SEED = 20261515;
@@ -101,7 +101,7 @@ test(`zmtp fuzz: ${SESSIONS} damaged publisher sessions (seed ${SEED}) are count
   const addr = server.address();
   const endpoint = `tcp://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
   service.upsertWorker(workerBody(1, { kv_events_endpoint: endpoint }));
-  service.upsertWorker(workerBody(2, { kv_events_endpoint: 'tcp://127.0.0.1:9' })); // a second worker, never connected
+  service.upsertWorker(workerBody(2, { kv_events_endpoint: unboundIpcEndpoint(t) })); // a second worker, never connected
   // the records without their live feed counters (kv_events)
   const records = (): string => stringifyJson(service.listWorkers().map(({ kv_events: _feeds, ...r }) => r));
   const catalog = records();

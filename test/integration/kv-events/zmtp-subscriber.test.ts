@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as zmq from 'zeromq';
 import { ZmtpSubscriber, connectTarget, type TransportState, type ZmtpSubscriberOptions } from '../../../src/service/kv-events/zmtp-subscriber.js';
-import { eventually } from '../../support/ports.js';
+import { eventually, reservedPort } from '../../support/ports.js';
 
 interface Probe { sub: ZmtpSubscriber; states: [TransportState, string | null][]; oversize: number[]; protocol: string[] }
 
@@ -30,7 +30,12 @@ function subscriber(endpoint: string, o: Partial<ZmtpSubscriberOptions> = {}): P
 async function publisher(endpoint = 'tcp://127.0.0.1:*'): Promise<{ pub: zmq.XPublisher; endpoint: string; subs: () => number }> {
   const pub = new zmq.XPublisher({ linger: 0 });
   let subs = 0;
-  await pub.bind(endpoint);
+  try {
+    await pub.bind(endpoint);
+  } catch (err) {
+    pub.close();
+    throw err;
+  }
   void (async () => { try { for await (const [m] of pub) if (m[0] === 1) subs++; } catch { /* closed */ } })();
   return { pub, endpoint: pub.lastEndpoint as string, subs: () => subs };
 }
@@ -66,7 +71,10 @@ test('subscribes to every topic on a libzmq PUB and receives multipart messages 
 });
 
 test('a publisher that goes away turns the subscriber disconnected; it reconnects when the publisher is back', async (t) => {
-  const first = await publisher();
+  // a reserved port: while the publisher is away, nobody else can bind there (nor can the
+  // subscriber's own retries connect to themselves), so what answers later is the second one
+  const port = await reservedPort();
+  const first = await publisher(`tcp://127.0.0.1:${port}`);
   const p = subscriber(first.endpoint);
   t.after(() => p.sub.close());
   await eventually(() => first.subs() === 1, 5000, 'subscribed');
@@ -75,7 +83,7 @@ test('a publisher that goes away turns the subscriber disconnected; it reconnect
   assert.match(p.sub.lastError ?? '', /closed by the peer|ECONNRESET|ECONNREFUSED/);
   // the same address again (ZMQ releases the port in its I/O thread: retry the bind)
   let again: Awaited<ReturnType<typeof publisher>> | null = null;
-  await eventually(async () => { try { again = await publisher(first.endpoint); return true; } catch { return false; } }, 5000, 'rebound');
+  await eventually(async () => { try { again = await publisher(first.endpoint); return true; } catch { return false; } }, 15_000, 'rebound');
   const second = again as unknown as Awaited<ReturnType<typeof publisher>>;
   t.after(() => second.pub.close());
   await eventually(() => p.sub.state === 'connected' && second.subs() === 1, 5000, 'reconnected');
@@ -93,11 +101,7 @@ test('a host that does not resolve is an error at once (and stays one while retr
 });
 
 test('nobody listening: the subscriber keeps connecting (refused attempts are retried, not errors)', async (t) => {
-  const free = createServer();
-  await new Promise<void>((r) => free.listen(0, '127.0.0.1', r));
-  const port = (free.address() as { port: number }).port;
-  await new Promise<void>((r) => free.close(() => r()));
-  const p = subscriber(`tcp://127.0.0.1:${port}`);
+  const p = subscriber(`tcp://127.0.0.1:${await reservedPort()}`); // reserved and never bound: nothing listens
   t.after(() => p.sub.close());
   await eventually(() => /ECONNREFUSED/.test(p.sub.lastError ?? ''), 5000, 'a refused attempt');
   await new Promise((r) => setTimeout(r, 150));

@@ -16,7 +16,7 @@ import { buildApp } from '../../../src/http/app.js';
 import { FakeEngine } from '../../support/fake-engine.js';
 import { fixtureLines } from '../../support/kv-batches.js';
 import { counters, kvService, until, workerBody } from '../../support/kv-service.js';
-import { eventually, freePort } from '../../support/ports.js';
+import { eventually, reservedPort } from '../../support/ports.js';
 
 const PROMETHEUS = '/usr/bin/prometheus';
 const SKIP = existsSync(PROMETHEUS) ? false
@@ -50,7 +50,7 @@ test('Prometheus scrapes /metrics: KV blocks stored, the feed up, the selection 
     'global:', '  scrape_interval: 1s', '  evaluation_interval: 1s',
     'scrape_configs:', '  - job_name: select-service', '    static_configs:', `      - targets: ['${base.slice('http://'.length)}']`, '',
   ].join('\n'));
-  const promPort = await freePort();
+  const promPort = await reservedPort();
   const prom = spawn(PROMETHEUS, [`--config.file=${config}`, `--storage.tsdb.path=${join(dir, 'data')}`,
     `--web.listen-address=127.0.0.1:${promPort}`, '--log.level=warn'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let promOut = '';

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startService, type ServiceProcess } from '../../support/service-process.js';
-import { freePort } from '../../support/ports.js';
+import { reservedPort } from '../../support/ports.js';
 import { runProcess } from '../../support/run-process.js';
 
 // compiled to build/dist/test/integration/python/: five levels up is the project root
@@ -57,7 +57,7 @@ test('the Python client suite passes against real services', async (t) => {
   const services: ServiceProcess[] = [];
   t.after(async () => { await Promise.all(services.map((s) => s.stop())); });
   const started = await Promise.all([
-    freePort().then((port) => startService(['--replica-sync-port', String(port)])),
+    reservedPort().then((port) => startService(['--replica-sync-port', String(port)])),
     startService(['--selection-cache-max-entries', '0'], { DYN_ROUTER_POLICY_CONFIG: policy }),
     startService([]),
   ]);

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SelectionServiceBuilder, type SelectionService } from '../../../src/service/service.js';
 import { parseRouterConfig } from '../../../src/core/config/config.js';
-import { eventually, freePort } from '../../support/ports.js';
+import { eventually, reservedPort } from '../../support/ports.js';
 
 const cfg = parseRouterConfig({ DYN_ROUTER_USE_KV_EVENTS: 'false' });
 const worker = (id: number) => ({ worker_id: id, model_name: 'model', endpoint: `http://worker-${id}:8000`, block_size: 4 });
@@ -17,7 +17,7 @@ async function build(port: number, peer: number): Promise<SelectionService> {
 }
 
 test('a binding committed on A steers the session on B (replicated over ZMQ)', async () => {
-  const pa = await freePort(), pb = await freePort();
+  const pa = await reservedPort(), pb = await reservedPort();
   const a = await build(pa, pb);
   const b = await build(pb, pa);
   try {

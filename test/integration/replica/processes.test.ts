@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startService, type ServiceProcess } from '../../support/service-process.js';
-import { eventually, freePort } from '../../support/ports.js';
+import { eventually, reservedPort, untilDisconnected } from '../../support/ports.js';
 import { stringifyJson } from '../../../src/core/wire/json.js';
 
 const W = (id: number) => ({ worker_id: id, model_name: 'model', endpoint: `http://worker-${id}:8000`, block_size: 4 });
@@ -49,7 +49,7 @@ async function linked(from: ServiceProcess, to: ServiceProcess, tag: string): Pr
 
 async function mesh(n: number): Promise<{ s: ServiceProcess[]; ports: number[] }> {
   const ports: number[] = [];
-  for (let i = 0; i < n; i++) ports.push(await freePort());
+  for (let i = 0; i < n; i++) ports.push(await reservedPort());
   const s: ServiceProcess[] = [];
   for (let i = 0; i < n; i++) {
     const peers = ports.filter((_, j) => j !== i).map((p) => `tcp://127.0.0.1:${p}`).join(',');
@@ -104,7 +104,7 @@ test('three replicas: a booking on one shows on the other two; unregistered work
 });
 
 test('dynamic membership: register_peer starts delivery, deregister_peer stops it', async () => {
-  const pa = await freePort(), pc = await freePort();
+  const pa = await reservedPort(), pc = await reservedPort();
   const a = await startService(['--replica-sync-port', String(pa)]);
   const c = await startService(['--replica-sync-port', String(pc)]);
   try {
@@ -117,7 +117,7 @@ test('dynamic membership: register_peer starts delivery, deregister_peer stops i
     await linked(a, c, 'ac');
     assert.equal((await c.request('POST', '/replica_sync/deregister_peer', peer)).status, 200);
     assert.equal((await c.request('POST', '/replica_sync/deregister_peer', peer)).status, 404);
-    await new Promise((r) => setTimeout(r, 200));
+    await untilDisconnected(pa); // C's subscriber was A's only peer
     await book(a, 'after', 1);
     await new Promise((r) => setTimeout(r, 500));
     assert.deepEqual(await load(c), [0, 0, 0], 'nothing arrives after deregistering');
@@ -145,7 +145,7 @@ test('faults: a replica killed with SIGKILL and restarted rejoins; a dropped mes
     // drop the mesh for a while: A's bookings made meanwhile are never seen by B
     const peerOfA = { endpoint: `tcp://127.0.0.1:${ports[0]}` };
     assert.equal((await b.request('POST', '/replica_sync/deregister_peer', peerOfA)).status, 200);
-    await new Promise((r) => setTimeout(r, 200));
+    await untilDisconnected(ports[0]); // B's subscriber was A's only peer
     await book(a, 'lost', 5);
     await new Promise((r) => setTimeout(r, 300));
     assert.deepEqual(await load(b), [0, 0, 0]);
@@ -170,7 +170,8 @@ test('start-up recovery: a replica started with --indexer-peers matches like its
     assert.equal(r.status, 200);
     const dump = (await a.request('GET', '/dump')).body as Record<string, { events: unknown[] }>;
     assert.ok(dump['model:default'].events.length > 0);
-    c = await startService(['--indexer-peers', `http://127.0.0.1:1,${a.url}`]);
+    const unreachable = `http://127.0.0.1:${await reservedPort()}`; // reserved, never bound: nothing listens
+    c = await startService(['--indexer-peers', `${unreachable},${a.url}`]);
     await register(c, 1, 2);
     const scores = async (s: ServiceProcess) => (await s.request('POST', '/overlap_scores', { model_name: 'model', token_ids: prompt })).body;
     assert.deepEqual(await scores(c), await scores(a), 'same overlap rows as the peer');
@@ -178,7 +179,7 @@ test('start-up recovery: a replica started with --indexer-peers matches like its
     assert.equal(Number(sel.worker_id), 2);
     assert.equal(sel.overlap.gpu, 32);
 
-    d = await startService(['--indexer-peers', 'http://127.0.0.1:1']);
+    d = await startService(['--indexer-peers', unreachable]);
     assert.match(d.output(), /no indexer peer answered|index recovery from peer failed/);
     assert.deepEqual((await d.request('GET', '/dump')).body, {});
     await register(d, 1);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { SelectionServiceBuilder, type SelectionService } from '../../../src/service/service.js';
 import { parseRouterConfig } from '../../../src/core/config/config.js';
 import { SelectionError } from '../../../src/core/errors.js';
-import { eventually, freePort } from '../../support/ports.js';
+import { eventually, reservedPort } from '../../support/ports.js';
 
 const cfg = parseRouterConfig({ DYN_ROUTER_USE_KV_EVENTS: 'false' });
 const W = { worker_id: 1, model_name: 'model', endpoint: 'http://worker-1:8000', block_size: 4 };
@@ -17,7 +17,7 @@ const load = (s: SelectionService) => {
 };
 
 async function pair(): Promise<{ a: SelectionService; b: SelectionService; pa: number; pb: number }> {
-  const pa = await freePort(), pb = await freePort();
+  const pa = await reservedPort(), pb = await reservedPort();
   const a = await new SelectionServiceBuilder(cfg).replicaSync(pa, [`tcp://127.0.0.1:${pb}`]).build();
   const b = await new SelectionServiceBuilder(cfg).replicaSync(pb, []).build();
   assert.deepEqual(b.registerReplicaPeer(`tcp://127.0.0.1:${pa}`), { created: true });
@@ -66,17 +66,19 @@ test('a booking on A shows on B; prefill_complete and DELETE propagate; B can fr
 });
 
 test('peer routes: invalid endpoint 400, unknown deregister 404, sorted list; disabled service 409 and []', async () => {
-  const pa = await freePort();
-  const a = await new SelectionServiceBuilder(cfg).replicaSync(pa, ['tcp://127.0.0.1:65001']).build();
+  const pa = await reservedPort();
+  // peers that are never bound (reserved ports): nothing answers the replica's subscriber
+  const [p0, p1] = [`tcp://127.0.0.1:${await reservedPort()}`, `tcp://127.0.0.1:${await reservedPort()}`];
+  const a = await new SelectionServiceBuilder(cfg).replicaSync(pa, [p1]).build();
   const off = await new SelectionServiceBuilder(cfg).build();
   try {
     const status = (f: () => unknown) => { try { f(); return 0; } catch (e) { return (e as SelectionError).status; } };
     assert.equal(status(() => a.registerReplicaPeer('invalid')), 400);
     assert.match(String((() => { try { a.registerReplicaPeer('invalid'); } catch (e) { return (e as Error).message; } })()), /invalid ZMQ endpoint `invalid`/);
-    a.registerReplicaPeer('tcp://127.0.0.1:65000');
-    assert.deepEqual(a.listReplicaPeers(), ['tcp://127.0.0.1:65000', 'tcp://127.0.0.1:65001']);
-    a.deregisterReplicaPeer('tcp://127.0.0.1:65000');
-    assert.equal(status(() => a.deregisterReplicaPeer('tcp://127.0.0.1:65000')), 404);
+    a.registerReplicaPeer(p0);
+    assert.deepEqual(a.listReplicaPeers(), [p0, p1].sort());
+    a.deregisterReplicaPeer(p0);
+    assert.equal(status(() => a.deregisterReplicaPeer(p0)), 404);
     assert.deepEqual(off.listReplicaPeers(), []);
     assert.equal(status(() => off.registerReplicaPeer('tcp://127.0.0.1:1')), 409);
   } finally {
@@ -102,7 +104,7 @@ test('receive rules: an unknown partition, block-size mismatch or unregistered w
 });
 
 test('shutdown releases the replica port', async () => {
-  const p = await freePort();
+  const p = await reservedPort();
   const a = await new SelectionServiceBuilder(cfg).replicaSync(p).build();
   await a.shutdown();
   const again = await new SelectionServiceBuilder(cfg).replicaSync(p).build();
@@ -112,7 +114,7 @@ test('shutdown releases the replica port', async () => {
 });
 
 test('an invalid static peer names --replica-sync-peers and leaves the port free', async () => {
-  const p = await freePort();
+  const p = await reservedPort();
   await assert.rejects(new SelectionServiceBuilder(cfg).replicaSync(p, ['not-an-endpoint']).build(),
     /--replica-sync-peers: invalid ZMQ endpoint `not-an-endpoint`: missing scheme/);
   const ok = await new SelectionServiceBuilder(cfg).replicaSync(p).build();

@@ -10,12 +10,12 @@ import * as zmq from 'zeromq';
 import { Unpackr } from 'msgpackr';
 import { SelectionServiceBuilder } from '../../../src/service/service.js';
 import { parseRouterConfig } from '../../../src/core/config/config.js';
-import { eventually, freePort } from '../../support/ports.js';
+import { eventually, reservedPort } from '../../support/ports.js';
 
 const generic = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'bigint' });
 
 test('one message of each kind, decoded generically, has the exact v1 field names', async () => {
-  const port = await freePort();
+  const port = await reservedPort();
   const svc = await new SelectionServiceBuilder(parseRouterConfig({ DYN_ROUTER_USE_KV_EVENTS: 'false' }))
     .replicaSync(port).sessionAffinity({ ttlSecs: 60, mode: 'hard' }).build();
   const sub = new zmq.Subscriber({ linger: 0 });

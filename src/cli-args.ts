@@ -1,19 +1,20 @@
 /**
  * The `select-service` flags (Dynamo's plus the service's own): one table drives parsing, the
- * `--help` text and the README's flag table. `--flag value` and `--flag=value` both work.
+ * `--help` text and docs/configuration.md's flag table. `--flag value` and `--flag=value` both work.
  * Every flag that takes a value (except the router overrides, which have their DYN_ROUTER_*
  * variable) is also read from `SELECT_SERVICE_<FLAG>` (`--port` -> `SELECT_SERVICE_PORT`), for
  * container platforms; the flag wins. Parsing checks syntax and types and lists every problem
  * at once; ranges owned by the router config schema (`--router-tracking-hash`) and the service
  * builder (ports, affinity TTL) are checked there, with messages that name the same flags.
  *
- * The environment reference (`--help-env`, the README's table) is generated here too, from this
+ * The environment reference (`--help-env`, the table in docs/configuration.md) is generated here too, from this
  * table and the router configuration's variable table.
  */
 import { DEFAULT_KV_TURN_MS, DEFAULT_MAX_MESSAGE_BYTES, MAX_KV_TURN_MS, MIN_KV_TURN_MS } from './service/kv-events/ingress.js';
 import { LIMITS, defaultRouterConfig, type RouterConfig } from './core/config/config.js';
 import { routerEnvDocs, routerEnvNames, unknownEnvVars } from './core/config/config-env.js';
 import { validateZmqEndpoint } from './service/zmq-endpoint.js';
+import { wrapText, wrapWords } from './cli-text.js';
 
 /** Pino levels accepted by `--log-level`. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -57,6 +58,14 @@ export interface CliOptions {
 export class CliError extends Error {
   override readonly name = 'CliError';
   constructor(readonly problems: readonly string[]) { super(`invalid command line:\n${problems.map((p) => `  - ${p}`).join('\n')}`); }
+}
+
+/**
+ * The service could not start for a reason the user fixes with a flag (a port in use, a
+ * privileged port, an address not of this machine): one plain line on stderr, exit 1.
+ */
+export class StartError extends Error {
+  override readonly name = 'StartError';
 }
 
 interface Flag { name: string; value?: string; default: string; help: string }
@@ -113,17 +122,21 @@ export const FLAGS: readonly Flag[] = [
 
 const ALIASES: Readonly<Record<string, string>> = { '-h': '--help', '-V': '--version' };
 
-/** The `--help` text. */
+/** The `--help` text: each flag's help in a column, wrapped at 100 columns (`[default: ...]` and `[env: ...]` kept whole). */
 export function usage(): string {
   const left = (f: Flag) => (f.value ? `${f.name} ${f.value}` : f.name);
   const width = Math.max(...FLAGS.map((f) => left(f).length));
-  const lines = FLAGS.map((f) => {
+  const lines = FLAGS.flatMap((f) => {
     const env = flagEnv(f);
-    return `  ${left(f).padEnd(width)}  ${f.help}${f.default && f.default !== 'env' ? ` [default: ${f.default}]` : ''}${env ? ` [env: ${env}]` : ''}`;
+    const words = [...f.help.split(' ')];
+    if (f.default && f.default !== 'env') words.push(`[default: ${f.default}]`);
+    if (env) words.push(`[env: ${env}]`);
+    return wrapWords(`  ${left(f).padEnd(width)}  `, words);
   });
   return ['usage: select-service [OPTIONS]', '       select-service simulate [ARGS...]', '',
-    'Router behaviour is configured with the DYN_ROUTER_* environment variables (select-service --help-env lists them all).',
-    `Flags with a value can also be set as ${ENV_PREFIX}<FLAG> variables; a flag given on the command line wins.`, '', 'options:', ...lines].join('\n');
+    wrapText('Router behaviour is configured with the DYN_ROUTER_* environment variables (select-service --help-env lists them all).'),
+    wrapText(`Flags with a value can also be set as ${ENV_PREFIX}<FLAG> variables; a flag given on the command line wins.`),
+    '', 'options:', ...lines].join('\n');
 }
 
 // ---- the environment reference ---------------------------------------------------------------
@@ -159,15 +172,15 @@ export function envReference(): EnvReferenceRow[] {
   return rows;
 }
 
-/** The `--help-env` text. */
+/** The `--help-env` text (the rows of {@link envReference}, wrapped at 100 columns). */
 export function envHelp(): string {
-  const lines = ['Environment variables read by select-service. A flag on the command line wins over its SELECT_SERVICE_* variable;',
-    'an empty variable counts as unset; a DYN_* value that does not parse stops the start (exit 2).', ''];
-  for (const r of envReference()) lines.push(`${r.name}  (${r.type}, default: ${r.default})`, `    ${r.meaning}`);
+  const lines = [wrapText('Environment variables read by select-service. A flag on the command line wins over its SELECT_SERVICE_* variable; '
+    + 'an empty variable counts as unset; a DYN_* value that does not parse stops the start (exit 2).'), ''];
+  for (const r of envReference()) lines.push(wrapText(`(${r.type}, default: ${r.default})`, `${r.name}  `, 4), wrapText(r.meaning, '    '));
   return lines.join('\n');
 }
 
-/** The README's environment table (the same rows as `--help-env`). */
+/** docs/configuration.md's environment table (the same rows as `--help-env`). */
 export function envMarkdown(): string {
   const cell = (s: string) => s.replace(/\|/g, '\\|');
   return ['| variable | type | default | meaning |', '|---|---|---|---|',

@@ -4,11 +4,11 @@
  * (cli-args.ts lists the flags; the DYN_ROUTER_* environment configures routing);
  * `select-service simulate ...` runs the routing-policy simulator. Exit codes: 0 success (and
  * after SIGINT/SIGTERM), 1 runtime failure (e.g. the port is taken), 2 invalid flags or
- * configuration.
+ * configuration; every failure the user can fix is one plain line on stderr.
  */
 import { statSync } from 'node:fs';
 import { ConfigError, parseRouterConfig } from './core/config/config.js';
-import { CliError, envHelp, flagEnv, FLAGS, parseCliArgs, routerOverrides, usage, type CliOptions } from './cli-args.js';
+import { CliError, envHelp, flagEnv, FLAGS, parseCliArgs, routerOverrides, StartError, usage, type CliOptions } from './cli-args.js';
 import { readEnv } from './service/env.js';
 import { VERSION } from './version.js';
 
@@ -58,6 +58,7 @@ async function main(argv: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof CliError) return fail(`${err.message}\nRun 'select-service --help' for the options.`, 2);
     if (err instanceof ConfigError) return fail(err.message, 2);
+    if (err instanceof StartError) return fail(err.message, 1);
     return fail(err instanceof Error ? err.stack ?? err.message : String(err), 1);
   }
 }

@@ -12,14 +12,33 @@ import { WorkersFileDiscovery } from './service/discovery.js';
 import { AuthTokens } from './service/auth.js';
 import { SelectionServiceBuilder } from './service/service.js';
 import { openFileLimit, rankCapacity } from './service/fd-limit.js';
-import { unknownEnvWarnings, type CliOptions } from './cli-args.js';
+import { FLAGS, StartError, unknownEnvWarnings, type CliOptions } from './cli-args.js';
 
 /** Time allowed for a graceful stop before the process exits anyway (under the 5 s rule). */
 const SHUTDOWN_GRACE_MS = 4000;
 
+const DEFAULT_HOST = FLAGS.find((f) => f.name === '--host')!.default;
+
+/**
+ * The one line that says why listening failed and which flag fixes it, for the failures a user
+ * meets on a first start (a port in use, a privileged port, an address or name of no interface
+ * here); null for anything else (logged with its details).
+ */
+export function listenProblem(err: NodeJS.ErrnoException, host: string, port: number): string | null {
+  const where = host === DEFAULT_HOST ? `port ${port}` : `port ${port} on ${host}`;
+  switch (err.code) {
+    case 'EADDRINUSE': return `${where} is in use; pass --port (another port, or 0 for any free one)`;
+    case 'EACCES': return `${where} needs privileges this process does not have (ports below 1024 usually do); pass --port 1024 or above`;
+    case 'EADDRNOTAVAIL': return `cannot listen on ${host}: not an address of this machine; pass --host (${DEFAULT_HOST} listens on all of them)`;
+    case 'ENOTFOUND': case 'EAI_AGAIN': return `cannot listen on ${host}: the name does not resolve; pass --host with an address of this machine`;
+    default: return null;
+  }
+}
+
 /**
  * Runs the service until SIGINT/SIGTERM; resolves with the exit code. Options the service
- * builder rejects throw ConfigError (nothing is bound by then); a failed listen resolves 1.
+ * builder rejects throw ConfigError (nothing is bound by then); a failed listen throws StartError
+ * with one plain line when {@link listenProblem} knows the cause, else resolves 1.
  */
 export async function runServer(opts: CliOptions, config: RouterConfig, env: Readonly<Record<string, string | undefined>>): Promise<number> {
   const app = createServer({
@@ -56,10 +75,12 @@ export async function runServer(opts: CliOptions, config: RouterConfig, env: Rea
   try {
     await app.listen({ port: opts.port, host: opts.host });
   } catch (err) {
-    log.error({ err, host: opts.host, port: opts.port }, 'cannot listen');
     discovery?.close();
     auth?.close();
     await service.shutdown();
+    const plain = listenProblem(err as NodeJS.ErrnoException, opts.host, opts.port);
+    if (plain !== null) throw new StartError(plain);
+    log.error({ err, host: opts.host, port: opts.port }, 'cannot listen');
     return 1;
   }
   const { address, port } = app.server.address() as AddressInfo;

@@ -17,6 +17,7 @@ import { DEFAULT_PROFILE, PERF_PROFILES } from './sim/perf-model.js';
 import { serveStatic } from './simulate-serve.js';
 import { SWEEP_KNOBS, formatSweep, parseSweep, sweep } from './sim/sweep.js';
 import { loadCharts, resultCharts, sweepCharts, type Figure } from './sim/figures.js';
+import { wrapText } from './cli-text.js';
 
 /** Where output goes (tests pass their own). */
 export interface CliIo {
@@ -30,15 +31,14 @@ const USAGE = `usage: select-service simulate --trace FILE [options]
   --trace FILE              Mooncake JSONL trace (timestamp, input_length, output_length, hash_ids)
   --limit N                 only the first N requests (after --offset)
   --offset N                drop the first N requests; the rest start at time 0
-  --policies LIST           comma-separated, default ${DEFAULT_POLICIES}; kinds: kv, ttft,
-                            round_robin, random, least_loaded, session_affinity, custom; parameters
-                            as kind:key=value, e.g. kv:overlap_score_credit=0.5:router_temperature=0.1
-                            or ttft:prior_tokens_per_sec=20000
+${wrapText(`comma-separated, default ${DEFAULT_POLICIES}; kinds: kv, ttft, round_robin, random, least_loaded, session_affinity, `
+  + 'custom; parameters as kind:key=value, e.g. kv:overlap_score_credit=0.5:router_temperature=0.1 or ttft:prior_tokens_per_sec=20000',
+'  --policies LIST           ')}
   --workers N               workers (default 8)          --dp-ranks N       ranks per worker (1)
   --block-size N            tokens per block, divides 512 (default 512)
   --capacity-blocks N|inf   KV blocks per rank (default 524,288 tokens' worth)
-  --profile NAME            step-time profile of every rank, default ${DEFAULT_PROFILE}; one of
-                            ${Object.keys(PERF_PROFILES).join(', ')}
+${wrapText(`step-time profile of every rank, default ${DEFAULT_PROFILE}; one of ${Object.keys(PERF_PROFILES).join(', ')}`,
+    '  --profile NAME            ')}
   --max-concurrent N        running requests per rank, max_num_seqs (64)
   --max-batched-tokens N    token budget of an engine step, max_num_batched_tokens (16384)
   --queue-threshold X       router_queue_threshold: queue in the core while every rank has more
@@ -47,9 +47,8 @@ const USAGE = `usage: select-service simulate --trace FILE [options]
   --overlap-score-credit X  --prefill-load-scale X  --temperature X   cost knobs of kv policies
   --scorer FILE             body of the custom policy's scorer function (ctx, cands, out)
   --seed S                  RNG seed (default 0)         --speed X          arrival speed-up (1)
-  --sweep KNOB=V1,V2,...    run every policy at every value of one knob and print one table;
-                            knobs: ${Object.keys(SWEEP_KNOBS).join(', ')}
-                            (e.g. --sweep speed=1,2,4,8; inf is a value for capacity-blocks)
+${wrapText(`run every policy at every value of one knob and print one table; knobs: ${Object.keys(SWEEP_KNOBS).join(', ')} `
+  + '(e.g. --sweep speed=1,2,4,8; inf is a value for capacity-blocks)', '  --sweep KNOB=V1,V2,...    ')}
   --svg DIR                 write the charts as standalone SVG files into DIR: with --sweep, TTFT
                             p50, TTFT p90 and hit rate against the swept value; otherwise hit rate
                             over time, the TTFT distribution and per-rank load

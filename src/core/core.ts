@@ -17,8 +17,8 @@
  */
 import { ConfigError, LIMITS, applyOverride, type EffectiveRouterValues, type RouterConfig } from './config/config.js';
 import {
-  SelectionError, bookingLimit, decayFractionOutOfRange, effectivePrefillExceedsIsl, pendingNotFound, reservationNotFound,
-  schedulableWorkerNotFound, subscriberShutdown,
+  SelectionError, bookingLimit, decayFractionOutOfRange, effectivePrefillExceedsIsl, pendingNotFound, schedulableWorkerNotFound,
+  subscriberShutdown, type ReservationEnd,
 } from './errors.js';
 import {
   FilterQuerySchema, OutputBlockRequestSchema, PromptQuerySchema, ReservationRequestSchema, SelectAndReserveRequestSchema,
@@ -26,7 +26,7 @@ import {
 } from './wire/schemas.js';
 import { partitionKeyOf } from './catalog/catalog.js';
 import type { Partition } from './catalog/partition.js';
-import { WorkerCatalog } from './catalog/worker-catalog.js';
+import { WorkerCatalog, type WorkerChange } from './catalog/worker-catalog.js';
 import { checkPromptFields, PromptNormalizer, type NormalizedPrompt, type PromptFields } from './index/prompt.js';
 import type { RouterEvent } from './index/kv-index.js';
 import { Scheduler, type Choice, type OverlapCache, type SchedulerContext } from './select/scheduler.js';
@@ -53,6 +53,10 @@ type PromptRequest = PromptFields & { model_name: string; routing_group: string;
 /** What an operation tells {@link SelectionCore.observed} beyond its response. */
 interface Observation { booked?: SelectionEvent['booked'] }
 
+/** How a booking freed by a DELETE, or by a replica peer's free, ended (one shared record each). */
+const FREED: ReservationEnd = { kind: 'freed', byPeer: false };
+const FREED_BY_PEER: ReservationEnd = { kind: 'freed', byPeer: true };
+
 /**
  * `prefill_token_capacity` of an advisory `worker_load` for a worker without
  * `max_num_batched_tokens`: Dynamo's `DEFAULT_MAX_BATCHED_TOKENS` (lib/kv-router/src/scheduling/queue.rs).
@@ -63,8 +67,8 @@ export const DEFAULT_PREFILL_TOKEN_CAPACITY = 10_000_000;
 interface Opened<R> { req: R; part: Partition; eff: EffectiveRouterValues; prompt: NormalizedPrompt }
 
 export class SelectionCore extends WorkerCatalog implements SelectionApi, SchedulerContext, BookerContext {
-  /** The process-wide reservation index (inspection, tests). */
-  readonly reservations = new ReservationIndex<AffinityLease>();
+  /** The process-wide reservation index (inspection, tests); it remembers how bookings ended for the expiry window. */
+  readonly reservations: ReservationIndex<AffinityLease>;
   /** The pending-selection cache (inspection, tests). */
   readonly pending: PendingSelectionCache;
   /** Start-up warnings for the host to log (e.g. an unsupported approximate cache policy). */
@@ -79,6 +83,10 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
   /** Use {@link SelectionCore.tryNewLocal} (it validates the options first). */
   protected constructor(config: RouterConfig, o: CoreOptions, normalizer: PromptNormalizer, rng: Rng) {
     super(config, o, rng);
+    this.reservations = new ReservationIndex<AffinityLease>({
+      clock: this.clock, ttlSecs: config.activeRequestExpirySecs,
+      maxEntries: LIMITS.endedReservationsMaxEntries, maxBytes: LIMITS.endedReservationsMaxBytes,
+    });
     const c = o.selectionCache ?? {};
     this.pending = new PendingSelectionCache({
       clock: this.clock,
@@ -187,7 +195,8 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
   sweepExpired(): string[] {
     const freed: string[] = [];
     for (const p of this.partitions.values()) for (const id of p.loads.expire()) freed.push(id);
-    for (const id of freed) this.removeRow(id);
+    const expired: ReservationEnd = { kind: 'expired', afterSecs: this.config.activeRequestExpirySecs };
+    for (const id of freed) this.removeRow(id, expired);
     const swept = this.reservations.sweep((id, row) => this.partitions.get(row.partitionKey)?.loads.has(id) === true);
     for (const { row } of swept) this.releaseLease(row);
     if (freed.length > 0) for (const p of this.partitions.values()) this.sched.drain(p);
@@ -211,7 +220,7 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
   }
 
   private async selectOnly(input: unknown, opts: SelectOptions): Promise<SelectResponse> {
-    const { req, part, eff, prompt } = this.open(this.parse(SelectRequestSchema, input));
+    const { req, part, eff, prompt } = this.open(this.parse(SelectRequestSchema, input), input);
     const finish = (choice: Choice): SelectResponse => {
       if (req.selection_id !== undefined) {
         this.pending.insert(req.model_name, req.routing_group, req.selection_id, {
@@ -243,7 +252,7 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
   }
 
   private async selectAndBook(input: unknown, opts: SelectOptions): Promise<SelectResponse> {
-    const { req, part, eff, prompt } = this.open(this.parse(SelectAndReserveRequestSchema, input));
+    const { req, part, eff, prompt } = this.open(this.parse(SelectAndReserveRequestSchema, input), input);
     const id = req.selection_id ?? this.booker.uuid();
     const claim = this.claim(id, part.key);
     let hold: Hold | null;
@@ -296,10 +305,10 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
   private async reserve(input: unknown, obs: Observation): Promise<ReservationResponse> {
     const req = this.parse(ReservationRequestSchema, input);
     const { model_name: model, routing_group: group, selection_id: id } = req;
-    if (req.worker_id === undefined) return this.replayReservation(model, group, id, obs);
+    if (req.worker_id === undefined) return this.replayReservation(model, group, id, input, obs);
 
     this.pending.discard(model, group, id);
-    const { part, eff, prompt } = this.open(req, false);
+    const { part, eff, prompt } = this.open(req, input, false);
     if (req.effective_prefill_tokens !== undefined && req.effective_prefill_tokens > prompt.isl) {
       throw effectivePrefillExceedsIsl(req.effective_prefill_tokens, prompt.isl);
     }
@@ -322,11 +331,11 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
   }
 
   /** Replay form: book only the cached inputs; failures keep the entry. */
-  private async replayReservation(model: string, group: string, id: string, obs: Observation): Promise<ReservationResponse> {
+  private async replayReservation(model: string, group: string, id: string, input: unknown, obs: Observation): Promise<ReservationResponse> {
     const hit = this.pending.peek(model, group, id);
     if (!hit) throw pendingNotFound(id, model, group);
     const v = hit.value;
-    const part = this.readyPartition(model, group);
+    const part = this.readyPartition(model, group, input);
     const entry = part.isSchedulable(v.workerId, v.dpRank);
     if (!entry) throw schedulableWorkerNotFound(v.workerId, model, group, v.dpRank);
     const claim = this.claim(id, part.key);
@@ -393,7 +402,7 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
     this.live();
     const b = this.booking(reservationId);
     b.part.loads.free(reservationId);
-    this.removeRow(reservationId);
+    this.removeRow(reservationId, FREED);
     this.publishLifecycle(b, reservationId, 'free');
     this.sched.drain(b.part);
     return { status: 'ok' };
@@ -426,7 +435,7 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
 
   /** The load of every schedulable rank if this prompt were added to it. */
   potentialLoads(input: unknown): PotentialLoad[] {
-    const { part, prompt, eff } = this.open(this.parse(PromptQuerySchema, input) as PromptRequest);
+    const { part, prompt, eff } = this.open(this.parse(PromptQuerySchema, input) as PromptRequest, input);
     const untracked = untrackedBlocks(prompt.isl, part.blockSize, prompt.nBlocks);
     return this.sched.candidates(part, prompt, eff).map((c) => ({
       worker_id: c.workerId, dp_rank: c.dpRank,
@@ -438,7 +447,7 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
 
   /** The prompt's tiered overlap on every schedulable rank (the predicted side index merged in, as for selection). */
   overlapScores(input: unknown): OverlapScoresResponse {
-    const { part, prompt, eff } = this.open(this.parse(PromptQuerySchema, input) as PromptRequest);
+    const { part, prompt, eff } = this.open(this.parse(PromptQuerySchema, input) as PromptRequest, input);
     const rows = overlapScoreRows(this.sched.overlapByKey(part, prompt, eff), part.schedulableRanks());
     return {
       block_size: part.blockSize, num_blocks: prompt.nBlocks, workers: rows,
@@ -522,7 +531,7 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
     if (e.kind === 'prefill_complete') this.expectBlocks(part, row.workerId, row.dpRank, part.loads.prefillComplete(id));
     else {
       part.loads.free(id);
-      this.removeRow(id);
+      this.removeRow(id, FREED_BY_PEER);
     }
     this.sched.drain(part);
     return true;
@@ -543,11 +552,12 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
 
   // ---- the steps operations share -----------------------------------------------------------
 
-  protected dropBookings(part: Partition, workerId: bigint, dpRank: number): void {
-    for (const id of part.loads.removeRank(workerId, dpRank)) this.removeRow(id);
+  protected dropBookings(part: Partition, workerId: bigint, dpRank: number, change: WorkerChange): void {
+    const end: ReservationEnd = { kind: 'worker', workerId, dpRank, change };
+    for (const id of part.loads.removeRank(workerId, dpRank)) this.removeRow(id, end);
     for (const id of this.reservations.idsOfWorker(workerId, dpRank)) {
       const row = this.reservations.lookup(id);
-      if (row && row.partitionKey === part.key) this.removeRow(id);
+      if (row && row.partitionKey === part.key) this.removeRow(id, end);
     }
   }
 
@@ -587,11 +597,12 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
 
   /**
    * The opening steps of every prompt request: the prompt fields' 400s, the ready partition (or
-   * the 503), the request's router override, and the normalised prompt.
+   * the 503, which reads the raw `input` to say what was given), the request's router override,
+   * and the normalised prompt.
    */
-  private open<R extends PromptRequest>(req: R, requireBlockHashes = true): Opened<R> {
+  private open<R extends PromptRequest>(req: R, input: unknown, requireBlockHashes = true): Opened<R> {
     checkPromptFields(req, requireBlockHashes);
-    const part = this.readyPartition(req.model_name, req.routing_group);
+    const part = this.readyPartition(req.model_name, req.routing_group, input);
     this.checkPromptSize(req, part.blockSize);
     const eff = applyOverride(this.config, req.router_config_override);
     return { req, part, eff, prompt: this.normalizer.normalize(req, part, eff.assumeKvReuse) };
@@ -638,7 +649,7 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
   private booking(id: string): { part: Partition; workerId: bigint; dpRank: number } {
     const row = this.reservations.lookup(id);
     const part = row ? this.partitions.get(row.partitionKey) : undefined;
-    if (!row || !part || !part.loads.has(id)) throw reservationNotFound(id);
+    if (!row || !part || !part.loads.has(id)) throw this.reservations.notFound(id);
     return { part, workerId: row.workerId, dpRank: row.dpRank };
   }
 
@@ -649,9 +660,9 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
     });
   }
 
-  /** Removes a reservation row and releases its session lease (the binding starts idling). */
-  private removeRow(id: string): void {
-    const row = this.reservations.remove(id);
+  /** Removes a reservation row (remembering how it ended) and releases its session lease (the binding starts idling). */
+  private removeRow(id: string, end: ReservationEnd): void {
+    const row = this.reservations.remove(id, end);
     if (row) this.releaseLease(row);
   }
 

@@ -106,6 +106,67 @@ export function partitionLabel(model: string, group: string): string {
   return `partition "${model}/${group}"`;
 }
 
+/** A partition a request named that has no schedulable worker: what was asked and what exists (the 503's text). */
+export interface PartitionLookup {
+  readonly model: string;
+  readonly group: string;
+  /** `model_name` / `routing_group` absent from the request (so `"default"` was assumed). */
+  readonly modelAssumed: boolean;
+  readonly groupAssumed: boolean;
+  /** A body field that is `model_name` spelt another way (e.g. `modelName`), when `model_name` is absent. */
+  readonly lookalike?: string;
+  /** Some worker of any partition is schedulable (Dynamo's text then names the partition). */
+  readonly anySchedulable: boolean;
+  /** The workers registered in this partition (none schedulable): how many, and the first few. */
+  readonly here: { readonly count: number; readonly sample: readonly { workerId: bigint; lifecycle: string; reasons: readonly string[] }[] };
+  /** The other routing groups the model has workers in, sorted. */
+  readonly otherGroups: readonly string[];
+  /** Every model with a registered worker, sorted. */
+  readonly knownModels: readonly string[];
+}
+
+/** How a booking ended, remembered per id for a while so a later lifecycle call can say so. */
+export type ReservationEnd =
+  | { readonly kind: 'freed'; readonly byPeer: boolean }
+  | { readonly kind: 'expired'; readonly afterSecs: number }
+  | { readonly kind: 'worker'; readonly workerId: bigint; readonly dpRank: number;
+      /** removed: DELETE /workers; rank: its dp_rank left the record; left: re-registered into another partition or as incomplete. */
+      readonly change: 'removed' | 'rank' | 'left' };
+
+/** Names listed in a message: the first few, each cut to a readable length, then `and N more`. */
+function listed(names: readonly string[], max = 5): string {
+  const shown = names.slice(0, max).map((n) => JSON.stringify(n.length > 64 ? `${n.slice(0, 63)}…` : n));
+  return names.length > max ? `${shown.join(', ')} and ${names.length - max} more` : shown.join(', ');
+}
+
+function notReadyMessage(l: PartitionLookup): string {
+  const why = [l.anySchedulable ? `no schedulable workers for ${partitionLabel(l.model, l.group)}` : 'no schedulable workers are available'];
+  const assumed = ' was not given, so "default" was assumed';
+  if (l.modelAssumed) why.push(`model_name${assumed}${l.lookalike ? ` (the body has ${JSON.stringify(l.lookalike)}: the field is model_name)` : ''}`);
+  const m = JSON.stringify(l.model), g = JSON.stringify(l.group), { count, sample } = l.here;
+  if (count > 0) {
+    why.push(`model ${m} in routing group ${g} has ${count} worker(s) and none is schedulable: ${sample.map((w) =>
+      `worker ${w.workerId} is ${w.lifecycle}${w.reasons.length > 0 ? ` (${w.reasons.join('; ')})` : ''}`).join(', ')}`
+      + `${count > sample.length ? ` and ${count - sample.length} more` : ''}`);
+  } else if (l.otherGroups.length > 0) {
+    // a routing group left out is worth saying only where the model has workers in another one
+    if (l.groupAssumed) why.push(`routing_group${assumed}`);
+    why.push(`model ${m} has no worker in routing group ${g}, only in ${listed(l.otherGroups)}`);
+  } else {
+    why.push(l.knownModels.length > 0 ? `no worker is registered for model ${m}; known models: ${listed(l.knownModels)}`
+      : 'no worker is registered (POST /workers registers one)');
+  }
+  return `${why[0]}: ${why.slice(1).join('; ')}`;
+}
+
+function reservationEndMessage(id: string, end: ReservationEnd): string {
+  if (end.kind === 'freed') return `reservation ${id} was already freed${end.byPeer ? ' (by a replica peer)' : ''}`;
+  if (end.kind === 'expired') return `reservation ${id} expired after ${end.afterSecs} s without being freed`;
+  const w = `worker ${end.workerId}`;
+  return `reservation ${id} was freed when ${end.change === 'removed' ? `its ${w} was removed`
+    : end.change === 'rank' ? `dp_rank ${end.dpRank} of its ${w} was removed` : `its ${w} left the partition (re-registered)`}`;
+}
+
 /** HTTP error body: `{error}` plus `details` when present. */
 export function errorBody(err: SelectionError): { error: string; details?: Readonly<Record<string, unknown>> } {
   return err.details === undefined ? { error: err.message } : { error: err.message, details: err.details };
@@ -126,15 +187,21 @@ export const routeNotFound = () => new SelectionError('SEL_ROUTE_NOT_FOUND', 'ro
 export const methodNotAllowed = () => new SelectionError('SEL_METHOD_NOT_ALLOWED', 'method not allowed');
 /** 503 `selection service is shutting down`. */
 export const shuttingDown = () => new SelectionError('SEL_SHUTTING_DOWN', 'selection service is shutting down');
-/** 503 `no schedulable workers are available` (none in any partition). */
-export const noSchedulableWorkers = () => new SelectionError('SEL_NOT_READY', 'no schedulable workers are available');
-/** 503 `no schedulable workers for partition "m/g"`. */
-export const noSchedulableWorkersFor = (model: string, group: string) =>
-  new SelectionError('SEL_NOT_READY', `no schedulable workers for ${partitionLabel(model, group)}`);
+/**
+ * 503 for a request whose partition has no schedulable worker: Dynamo's text (`no schedulable
+ * workers for partition "m/g"`, or `no schedulable workers are available` when no worker anywhere
+ * is schedulable), then what was looked up and what exists ({@link PartitionLookup}).
+ */
+export const noSchedulableWorkersFor = (l: PartitionLookup) => new SelectionError('SEL_NOT_READY', notReadyMessage(l));
 /** 404 `worker <id> not found`. */
 export const workerNotFound = (workerId: bigint) => new SelectionError('SEL_WORKER_NOT_FOUND', `worker ${workerId} not found`);
-/** 404 `reservation <id> not found`. */
-export const reservationNotFound = (id: string) => new SelectionError('SEL_RESERVATION_NOT_FOUND', `reservation ${id} not found`);
+/**
+ * 404 for a lifecycle call on an id that has no live booking: `reservation <id> not found`, or,
+ * while the index remembers how the id's booking ended, that (`was already freed`, `expired after
+ * 300 s without being freed`, `was freed when its worker 7 was removed`).
+ */
+export const reservationNotFound = (id: string, end?: ReservationEnd) =>
+  new SelectionError('SEL_RESERVATION_NOT_FOUND', end === undefined ? `reservation ${id} not found` : reservationEndMessage(id, end));
 /** 409 `selection <id> is already reserved or being reserved`. */
 export const duplicateSelection = (id: string) =>
   new SelectionError('SEL_DUPLICATE_SELECTION', `selection ${id} is already reserved or being reserved`);

@@ -23,6 +23,7 @@ import { stringifyJson } from '../core/wire/json.js';
 import { installNotFound, methodNotAllowedRoutes } from './not-found.js';
 import { openApiRoute } from './openapi.js';
 import { ROUTES, run, type RouteDef } from './routes.js';
+import { unknownFieldCheck } from './unknown-fields.js';
 
 /** Options of {@link createServer}. */
 export interface ServerOptions {
@@ -172,8 +173,14 @@ export const selectionApi: FastifyPluginAsync<SelectionApiOptions> = async (app,
   // Our 404 body for unknown paths under our prefix; at the root the 404 handler is the host's.
   if (prefix !== '') installNotFound(app);
   app.setReplySerializer((payload) => stringifyJson(payload));
+  const report = service.unknownField?.bind(service);
   const mount = (scope: FastifyInstance, def: RouteDef): void => {
-    scope.route({ method: def.method, url: def.url, handler: (req, reply) => run(def, service, req, reply, prefix) });
+    const check = def.body === 'json' ? unknownFieldCheck(def.url, def.request, report) : null;
+    scope.route({
+      method: def.method, url: def.url,
+      handler: check === null ? (req, reply) => run(def, service, req, reply, prefix)
+        : (req, reply) => { check(req.body); return run(def, service, req, reply, prefix); },
+    });
   };
   for (const def of ALL_ROUTES) if (def.body !== 'ignored') mount(app, def);
   await app.register(async (scope) => {

@@ -38,6 +38,8 @@ export interface MetricsSource {
   /** Every rank feed (empty without the KV-event ingress). */
   feedSamples(): RankFeedSample[];
   replicaStats(): ReplicaStats | null;
+  /** Unknown request-body fields seen, per (route, field label) (unknown-fields.ts bounds the labels). */
+  unknownFields(): Iterable<{ route: string; field: string; count: number }>;
 }
 
 
@@ -227,6 +229,12 @@ export class ServiceMetrics {
     new Gauge({
       name: 'select_service_pending_selections', help: 'Entries in the pending-selection cache', registers,
       collect() { this.set(src.pendingSelections()); },
+    });
+    new Counter({
+      name: 'select_service_unknown_request_fields_total',
+      help: 'Request-body fields the route does not know, ignored (field: dotted inside nested objects; "other" past the first 64 names)',
+      labelNames: ['route', 'field'], registers,
+      collect() { this.reset(); for (const u of src.unknownFields()) this.inc({ route: u.route, field: u.field }, u.count); },
     });
     new Counter({
       name: 'select_service_replica_messages_total',

@@ -1,9 +1,10 @@
 /**
  * SelectionService (Node): a {@link SelectionCore} plus what a running process needs around it:
  * the KV-event ingress (ZMQ), replica sync and its peer routes, start-up recovery from peers'
- * `/dump`, the periodic maintenance timer, and an idempotent shutdown that closes sockets. It
- * is the core (every operation is the core's own method), so embedders and the HTTP layer call
- * one object. Built by {@link SelectionServiceBuilder}.
+ * `/dump`, the periodic maintenance timer, the warnings a first deployment needs (a worker
+ * registered incomplete, request fields no route knows, with their metric), and an idempotent
+ * shutdown that closes sockets. It is the core (every operation is the core's own method), so
+ * embedders and the HTTP layer call one object. Built by {@link SelectionServiceBuilder}.
  */
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
@@ -29,6 +30,9 @@ import { ZmqKvIngress, type RankFeedSample } from './kv-events/ingress.js';
 import { DEFAULT_KV_FEED_SILENCE_SECS } from './kv-events/feed-health.js';
 import type { WorkerIngestStats } from './kv-events/stats.js';
 import { silentLogger, type Logger } from './logger.js';
+import { UnknownFieldLog } from './unknown-fields.js';
+import { partitionLabel } from '../core/errors.js';
+import type { WorkerRecord } from '../core/wire/types.js';
 
 /** What the service needs of the KV-event ingress. */
 interface IngressHandle extends Required<IndexFeed> {
@@ -241,16 +245,19 @@ export class SelectionService extends SelectionCore implements ServiceApi {
   private closed: Promise<void> | null = null;
   private replica: ReplicaSync | null = null;
   private readonly prom: ServiceMetrics;
+  private readonly unknownFields: UnknownFieldLog;
 
   private constructor(config: RouterConfig, core: CoreOptions, rng: Rng, private readonly options: ServiceOptions,
     private readonly ingress: IngressHandle | null) {
     super(config, core, SelectionCore.normalizerFor(config, core, rng), rng);
+    this.unknownFields = new UnknownFieldLog(options.logger, this.clock);
     this.prom = new ServiceMetrics({
       partitionList: () => this.partitionList(),
       pendingSelections: () => this.pending.size(),
       wasmInstances: () => [getWasm(), ...this.partitionList().map((p) => p.index.index.wasm)],
       feedSamples: () => this.ingress?.samples() ?? [],
       replicaStats: () => this.replica?.stats ?? null,
+      unknownFields: () => this.unknownFields.counts(),
     });
     this.hooks.onSelection = this.prom.onSelection;
     this.timer = setInterval(() => {
@@ -281,6 +288,24 @@ export class SelectionService extends SelectionCore implements ServiceApi {
   }
 
   listReplicaPeers(): string[] { return this.replica ? this.replica.list() : []; }
+
+  /** Registers or replaces a worker; a record left `incomplete` is one warning naming the worker and the reasons. */
+  override upsertWorker(input: unknown): WorkerRecord { return this.warnIncomplete(super.upsertWorker(input)); }
+
+  /** Updates a worker; as {@link upsertWorker}, a record left `incomplete` is warned about. */
+  override patchWorker(workerId: bigint, input: unknown): WorkerRecord { return this.warnIncomplete(super.patchWorker(workerId, input)); }
+
+  /** A body field the route does not know: counted, and warned about at most once a minute per (route, field). */
+  unknownField(route: string, field: string, known: readonly string[]): void { this.unknownFields.note(route, field, known); }
+
+  private warnIncomplete(rec: WorkerRecord): WorkerRecord {
+    if (rec.lifecycle === 'incomplete') {
+      const reasons = rec.not_schedulable_reasons ?? [];
+      this.options.logger.warn({ worker_id: String(rec.worker_id), model_name: rec.model_name, routing_group: rec.routing_group, reasons },
+        `worker ${rec.worker_id} of ${partitionLabel(rec.model_name, rec.routing_group)} is incomplete (not schedulable): ${reasons.join('; ')}`);
+    }
+    return rec;
+  }
 
   /** `GET /metrics`: this service's Prometheus families plus the process metrics. */
   metrics(): Promise<MetricsExposition> { return this.prom.scrape(); }

@@ -3,15 +3,12 @@
  * `selection_id` chose, kept so that a later replay `/reservations` (no `worker_id`) books
  * exactly those inputs. Replica-local, bounded by TTL, entry count and an approximate byte budget.
  *
- * Layout: one `Map` whose iteration order is insertion order, so "oldest first" is a walk from
- * the front and a re-insert (delete + set) moves a key to the newest position. With a monotonic
- * clock that order is also age order, which lets the expiry sweep stop at the first live entry
- * (O(expired), not O(size), per insert).
- *
- * Isomorphic: no timers; time comes from the injected {@link Clock}. Expired entries are dropped
- * lazily (on insert, and on a peek that finds one).
+ * Storage is an {@link ExpiringMap} (`expiring-map.ts`: insertion = age order, TTL sweep from the
+ * oldest, eviction over the count or byte budget); this file adds the key, Dynamo's size formula,
+ * the entries' generations and hash ownership.
  */
 import type { Clock } from '../random.js';
+import { ExpiringMap, utf8Length } from './expiring-map.js';
 
 /** Limits of the cache (defaults: `LIMITS.selectionCache*` = 120 s, 4096, 256 MiB). */
 export interface PendingCacheOptions {
@@ -49,23 +46,6 @@ export interface PendingHit { value: PendingSelection; generation: number }
 interface Entry {
   readonly value: PendingSelection;
   readonly generation: number;
-  readonly insertedAt: number;
-  readonly bytes: number;
-}
-
-/** UTF-8 byte length without allocating (a lone surrogate counts 3, as TextEncoder's U+FFFD). */
-function utf8Length(s: string): number {
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x80) n += 1;
-    else if (c < 0x800) n += 2;
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-      const d = s.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) { n += 4; i++; } else n += 3;
-    } else n += 3;
-  }
-  return n;
 }
 
 /**
@@ -102,30 +82,13 @@ function ownedHashes(seq: BigUint64Array, blocks: BigUint64Array | null): [BigUi
   return [owned(seq), blocks === null ? null : owned(blocks)];
 }
 
-function check(name: string, v: number, integer: boolean): void {
-  if (!(Number.isFinite(v) && v >= 0 && (!integer || Number.isInteger(v)))) {
-    throw new RangeError(`pending cache ${name} must be a non-negative ${integer ? 'integer' : 'number'}, got ${v}`);
-  }
-}
-
 /** The cache. Keys are `(model, group, selectionId)`; latest insert wins. */
 export class PendingSelectionCache {
-  private readonly clock: Clock;
-  private readonly ttlMs: number;
-  private readonly maxEntries: number;
-  private readonly maxBytes: number;
-  private readonly entries = new Map<string, Entry>();
-  private totalBytes = 0;
+  private readonly entries: ExpiringMap<Entry>;
   private nextGeneration = 1;
 
   constructor(opts: PendingCacheOptions) {
-    check('ttlSecs', opts.ttlSecs, false);
-    check('maxEntries', opts.maxEntries, true);
-    check('maxBytes', opts.maxBytes, true);
-    this.clock = opts.clock;
-    this.ttlMs = opts.ttlSecs * 1000;
-    this.maxEntries = opts.maxEntries;
-    this.maxBytes = opts.maxBytes;
+    this.entries = new ExpiringMap<Entry>(opts);
   }
 
   /**
@@ -139,32 +102,17 @@ export class PendingSelectionCache {
    * prompt's two halves of one buffer count as whole); the caller must not mutate them afterwards. Returns the entry's generation.
    */
   insert(model: string, group: string, selectionId: string, value: PendingSelection): number {
-    const now = this.clock.now();
-    this.sweep(now);
-    const key = keyOf(model, group, selectionId);
-    this.drop(key);
     const generation = this.nextGeneration++;
     const [sequenceHashes, blockHashes] = ownedHashes(value.sequenceHashes, value.blockHashes);
     const stored: PendingSelection = { ...value, sequenceHashes, blockHashes };
-    const bytes = entryBytes(model, group, selectionId, stored);
-    if (bytes > this.maxBytes || this.maxEntries === 0) return generation;
-    this.entries.set(key, { value: stored, generation, insertedAt: now, bytes });
-    this.totalBytes += bytes;
-    for (const [k, e] of this.entries) {
-      if (this.entries.size <= this.maxEntries && this.totalBytes <= this.maxBytes) break;
-      this.entries.delete(k);
-      this.totalBytes -= e.bytes;
-    }
+    this.entries.set(keyOf(model, group, selectionId), { value: stored, generation }, entryBytes(model, group, selectionId, stored));
     return generation;
   }
 
   /** The live entry and its generation, left in place; an expired one is dropped and missed. */
   peek(model: string, group: string, selectionId: string): PendingHit | undefined {
-    const key = keyOf(model, group, selectionId);
-    const e = this.entries.get(key);
-    if (e === undefined) return undefined;
-    if (this.clock.now() - e.insertedAt > this.ttlMs) { this.drop(key); return undefined; }
-    return { value: e.value, generation: e.generation };
+    const e = this.entries.get(keyOf(model, group, selectionId));
+    return e === undefined ? undefined : { value: e.value, generation: e.generation };
   }
 
   /**
@@ -173,36 +121,19 @@ export class PendingSelectionCache {
    */
   removeIfGeneration(model: string, group: string, selectionId: string, generation: number): boolean {
     const key = keyOf(model, group, selectionId);
-    const e = this.entries.get(key);
+    const e = this.entries.peekAnyAge(key);
     if (e === undefined || e.generation !== generation) return false;
-    return this.drop(key);
+    return this.entries.delete(key);
   }
 
   /** Unconditional discard (the explicit `/reservations` form, affinity rejections). */
   discard(model: string, group: string, selectionId: string): boolean {
-    return this.drop(keyOf(model, group, selectionId));
+    return this.entries.delete(keyOf(model, group, selectionId));
   }
 
   /** Entries held, including expired ones not yet swept. */
   size(): number { return this.entries.size; }
 
   /** Sum of {@link entryBytes} over the entries held. */
-  bytes(): number { return this.totalBytes; }
-
-  /** Drops expired entries from the oldest; stops at the first live one (insertion = age order). */
-  private sweep(now: number): void {
-    for (const [k, e] of this.entries) {
-      if (now - e.insertedAt <= this.ttlMs) break;
-      this.entries.delete(k);
-      this.totalBytes -= e.bytes;
-    }
-  }
-
-  private drop(key: string): boolean {
-    const e = this.entries.get(key);
-    if (e === undefined) return false;
-    this.entries.delete(key);
-    this.totalBytes -= e.bytes;
-    return true;
-  }
+  bytes(): number { return this.entries.bytes; }
 }

@@ -9,8 +9,14 @@
  * tracker, and the periodic {@link ReservationIndex.sweep} drops rows whose booking vanished.
  * Synchronous and single-threaded: a `lookup` followed by a `mirror`/`remove` cannot interleave
  * with another call.
+ *
+ * How a removed booking ended (freed, by a peer too; expired; released with its worker) is kept
+ * per id for a while, bounded by age, count and bytes ({@link ExpiringMap}), so a later lifecycle
+ * call on the id answers why instead of a bare `not found` ({@link ReservationIndex.notFound}).
  */
-import { duplicateSelection } from '../errors.js';
+import { duplicateSelection, reservationNotFound, type ReservationEnd, type SelectionError } from '../errors.js';
+import type { Clock } from '../random.js';
+import { ExpiringMap, utf8Length } from './expiring-map.js';
 
 /** A booking row (local or mirrored). `lease` is the session-affinity lease, local rows only. */
 export interface ReservationRow<L = unknown> {
@@ -39,11 +45,24 @@ export interface ClaimToken {
 /** A row as {@link ReservationIndex.sweep} returns it. */
 export interface SweptReservation<L = unknown> { id: string; row: ReservationRow<L> }
 
+/** Limits of the record of ended bookings (defaults: `LIMITS.endedReservations*`). */
+export interface EndedOptions { clock: Clock; ttlSecs: number; maxEntries: number; maxBytes: number }
+
+/** Bytes an ended id counts against its budget: the id plus the Map entry and record around it. */
+const endedBytes = (id: string): number => utf8Length(id) + 64;
+
 type Slot<L> = { kind: 'claim'; token: ClaimToken } | { kind: 'booked'; row: ReservationRow<L> };
 
 /** The index; `L` is the lease type the host stores with local bookings. */
 export class ReservationIndex<L = unknown> {
   private readonly slots = new Map<string, Slot<L>>();
+  /** How removed bookings ended, by id (null: not remembered). */
+  private readonly ended: ExpiringMap<ReservationEnd> | null;
+
+  /** With `ended`, how removed bookings ended is remembered within those limits. */
+  constructor(ended?: EndedOptions) {
+    this.ended = ended === undefined ? null : new ExpiringMap<ReservationEnd>(ended);
+  }
 
   /**
    * Claims `id` for a booking in `partitionKey`. Throws 409 {@link duplicateSelection} when the id
@@ -88,16 +107,25 @@ export class ReservationIndex<L = unknown> {
   }
 
   /**
-   * Removes a booking row (free, peer `Free`, worker removal). An in-flight claim is left alone
-   * and answers undefined: a DELETE racing a queued booking is a 404 and does not cancel it.
-   * The caller releases the returned row's lease.
+   * Removes a booking row (free, peer `Free`, worker removal, expiry) and remembers `end`. An
+   * in-flight claim is left alone and answers undefined: a DELETE racing a queued booking is a
+   * 404 and does not cancel it. The caller releases the returned row's lease.
    */
-  remove(id: string): ReservationRow<L> | undefined {
+  remove(id: string, end?: ReservationEnd): ReservationRow<L> | undefined {
     const s = this.slots.get(id);
     if (s === undefined || s.kind !== 'booked') return undefined;
     this.slots.delete(id);
+    if (end !== undefined) this.ended?.set(id, end, endedBytes(id));
     return s.row;
   }
+
+  /** How the booking of `id` ended, while remembered and while the id is not claimed or booked again. */
+  endOf(id: string): ReservationEnd | undefined {
+    return this.slots.has(id) ? undefined : this.ended?.get(id);
+  }
+
+  /** The 404 of a lifecycle call on `id`: how its booking ended when remembered, else `not found`. */
+  notFound(id: string): SelectionError { return reservationNotFound(id, this.endOf(id)); }
 
   /**
    * Mirrors a peer's admission. Inserts a mirrored row, or replaces a stale row (local or

@@ -59,7 +59,9 @@ export function eventEndpoints(r: WorkerRequest): Map<number, string> {
 export function metadataReasons(r: WorkerRequest, ctx: ReasonContext): string[] {
   const out: string[] = [];
   if (!r.endpoint) out.push('endpoint is required');
-  if (!(r.block_size !== undefined && r.block_size > 0)) out.push('block_size must be greater than 0');
+  // Dynamo says `block_size must be greater than 0` for both; an absent field is named as such
+  if (r.block_size === undefined) out.push('block_size is required');
+  else if (!(r.block_size > 0)) out.push('block_size must be greater than 0');
   if (dpSize(r) <= 0) out.push('data_parallel_size must be greater than 0');
   if (ctx.queueing && r.max_num_batched_tokens === undefined) out.push('max_num_batched_tokens is required while queueing is enabled');
   if (ctx.kvEvents && dpSize(r) > 0) {

@@ -16,8 +16,8 @@
 import type * as z from 'zod';
 import { ConfigError, LIMITS, queueingEnabled, type RouterConfig } from '../config/config.js';
 import {
-  SelectionError, noEndpoints, noSchedulableWorkers, noSchedulableWorkersFor, partitionLabel, partitionLimit, shuttingDown,
-  workerNotFound,
+  SelectionError, noEndpoints, noSchedulableWorkersFor, partitionLabel, partitionLimit, shuttingDown, workerNotFound,
+  type ReservationEnd,
 } from '../errors.js';
 import { FilterQuerySchema, WorkerPatchSchema, WorkerRequestSchema, parseBody, type FilterQuery, type WorkerRequest } from '../wire/schemas.js';
 import type { Lifecycle, ReadyResponse, WorkerRecord } from '../wire/types.js';
@@ -36,7 +36,11 @@ import {
   type WorkerEntry,
 } from './catalog.js';
 import { Partition } from './partition.js';
+import { lookupFacts } from './lookup.js';
 import type { PrefillDone } from '../load/loads.js';
+
+/** Why a worker rank left its partition (`removed`: DELETE; `rank`: its record dropped the rank; `left`: re-registered elsewhere or as incomplete). */
+export type WorkerChange = Extract<ReservationEnd, { kind: 'worker' }>['change'];
 
 export abstract class WorkerCatalog {
   readonly config: RouterConfig;
@@ -110,8 +114,8 @@ export abstract class WorkerCatalog {
 
   /** Runs due periodic work (the core's maintenance); every operation calls it first. */
   abstract maintain(): void;
-  /** Releases the bookings (and reservation rows) of a rank that left its partition. */
-  protected abstract dropBookings(part: Partition, workerId: bigint, dpRank: number): void;
+  /** Releases the bookings (and reservation rows) of a rank that left its partition, remembering why (`change`). */
+  protected abstract dropBookings(part: Partition, workerId: bigint, dpRank: number, change: WorkerChange): void;
   /** Admits queued requests of a partition that can run now (after a catalog change). */
   protected abstract drain(part: Partition): void;
 
@@ -144,7 +148,7 @@ export abstract class WorkerCatalog {
     const e = this.workers.get(workerId);
     if (!e) throw workerNotFound(workerId);
     e.lifecycle = 'draining';
-    this.detach(e);
+    this.detach(e, 'removed');
     e.lifecycle = 'unschedulable';
     this.workers.delete(workerId);
     return this.record(e, 'unschedulable');
@@ -224,12 +228,15 @@ export abstract class WorkerCatalog {
     return parseBody(schema, input);
   }
 
-  /** The partition of a request, or the 503 (naming the partition when other workers are schedulable). */
-  protected readyPartition(model: string, group: string): Partition {
+  /**
+   * The partition of a request, or the 503: Dynamo's text (naming the partition when other
+   * workers are schedulable), then what was looked up (`input` is the raw body: whether
+   * `model_name` was given) and what the catalog holds instead.
+   */
+  protected readyPartition(model: string, group: string, input: unknown): Partition {
     const part = this.partitions.get(partitionKeyOf(model, group));
     if (part && part.schedulableCount() > 0) return part;
-    for (const e of this.workers.values()) if (e.lifecycle === 'schedulable') throw noSchedulableWorkersFor(model, group);
-    throw noSchedulableWorkers();
+    throw noSchedulableWorkersFor(lookupFacts(this.workers.values(), model, group, input));
   }
 
   /** Whether the index is fed by KV events through a host feed (else the core owns removals). */
@@ -289,7 +296,7 @@ export abstract class WorkerCatalog {
     const key = partitionKeyOf(req.model_name, req.routing_group);
     const prev = this.workers.get(req.worker_id);
     const entry: WorkerEntry = { req, lifecycle: 'incomplete', reasons: [], partitionKey: null };
-    if (prev && prev.partitionKey !== null && (prev.partitionKey !== key || this.recreates(prev, req))) this.detach(prev);
+    if (prev && prev.partitionKey !== null && (prev.partitionKey !== key || this.recreates(prev, req))) this.detach(prev, 'left');
     const oldRanks = prev && prev.partitionKey === key ? new Set(ranksOf(prev.req)) : null;
 
     const reasons = metadataReasons(req, { queueing: this.queueing, kvEvents: this.config.useKvEvents });
@@ -312,14 +319,14 @@ export abstract class WorkerCatalog {
     }
     entry.reasons = reasons;
     if (!part || reasons.length > 0) {
-      if (prev && prev.partitionKey !== null) this.detach(prev);
+      if (prev && prev.partitionKey !== null) this.detach(prev, 'left');
       this.workers.set(req.worker_id, entry);
       return entry;
     }
     // same partition: keep bookings on ranks present in both snapshots
     const newRanks = new Set(ranksOf(req));
     if (oldRanks) {
-      for (const r of oldRanks) if (!newRanks.has(r)) this.dropRank(part, req.worker_id, r);
+      for (const r of oldRanks) if (!newRanks.has(r)) this.dropRank(part, req.worker_id, r, 'rank');
     }
     for (const r of newRanks) part.loads.addRank(req.worker_id, r);
     entry.lifecycle = 'schedulable';
@@ -343,16 +350,16 @@ export abstract class WorkerCatalog {
   /**
    * Remove a worker from its partition: listeners, blocks, bookings, reservation rows. A partition
    * left without workers is destroyed: its index handles are freed and a later worker may create
-   * it again, with any block size.
+   * it again, with any block size. `change` says why, for the bookings it releases.
    */
-  private detach(e: WorkerEntry): void {
+  private detach(e: WorkerEntry, change: WorkerChange): void {
     if (e.partitionKey === null) return;
     const part = this.partitions.get(e.partitionKey);
     e.partitionKey = null;
     if (!part) return;
     part.removeWorker(e.req.worker_id);
     if (this.fedByEvents) this.feed!.detach(e.req.worker_id);
-    for (const r of part.loads.ranks()) if (r.workerId === e.req.worker_id) this.dropRank(part, r.workerId, r.dpRank);
+    for (const r of part.loads.ranks()) if (r.workerId === e.req.worker_id) this.dropRank(part, r.workerId, r.dpRank, change);
     part.index.removeWorker(e.req.worker_id);
     this.drain(part);
     if (part.workers.size === 0) this.dropPartition(part);
@@ -368,8 +375,8 @@ export abstract class WorkerCatalog {
     part.destroy();
   }
 
-  private dropRank(part: Partition, workerId: bigint, dpRank: number): void {
-    this.dropBookings(part, workerId, dpRank);
+  private dropRank(part: Partition, workerId: bigint, dpRank: number, change: WorkerChange): void {
+    this.dropBookings(part, workerId, dpRank, change);
     if (!this.fedByEvents) part.index.removeRank(workerId, dpRank); // else the feed drops retired ranks
     part.approx?.removeRank(workerId, dpRank);
     part.predicted?.removeRank(workerId, dpRank);

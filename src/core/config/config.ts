@@ -80,6 +80,8 @@ export const LIMITS = Object.freeze({
   sessionAffinityMaxEntries: 65536, sessionIdMaxBytes: 256,
   sessionAffinityTtlMinSecs: 1, sessionAffinityTtlMaxSecs: 31536000, affinityReapMaxSecs: 30,
   expirySweepSecs: 60, queueRecheckSecs: 60,
+  // how freed, expired and released bookings ended, kept per id for the expiry window (their 404 says so)
+  endedReservationsMaxEntries: 65536, endedReservationsMaxBytes: 8 * 1024 * 1024,
   approximateMaxTreeSize: 2 ** 20, approximatePruneTargetRatio: 0.8,
   recoveryDelayMs: 1000, recoveryTimeoutMs: 10000, discoveryRetryMs: 5000,
   // Request shape (README "Limits"): a value above one is a 422 naming the field and the limit.

@@ -170,4 +170,10 @@ export interface ServiceApi extends SelectionApi, ReplicaPeersApi {
   shutdown(): Promise<void>;
   /** `GET /metrics`. */
   metrics(): Promise<MetricsExposition>;
+  /**
+   * Optional: a body field the route's request type does not have (ignored, as Dynamo does), for
+   * a warning and a count. `route` is the route's path template (`/select`), `field` the name
+   * (dotted inside a nested object: `session_context.sesion_id`), `known` the names of that object.
+   */
+  unknownField?(route: string, field: string, known: readonly string[]): void;
 }

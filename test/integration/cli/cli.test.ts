@@ -178,7 +178,29 @@ test('--help-env prints every variable with type, default and meaning; --help na
   }
   assert.match(r.stdout, /^DYN_ROUTER_TEMPERATURE {2}\(number, default: 0\)$/m);
   const help = await runCli(['--help']);
-  assert.match(help.stdout, /--port N .*\[default: 8092\] \[env: SELECT_SERVICE_PORT\]/);
+  assert.match(help.stdout, /--port N .*\s+\[default: 8092\] \[env: SELECT_SERVICE_PORT\]/);
+});
+
+test('every line of --help, --help-env and `simulate --help` is at most 100 columns; wrapped lines stay under their column', async () => {
+  for (const args of [['--help'], ['--help-env'], ['simulate', '--help']]) {
+    const r = await runCli(args);
+    assert.equal(r.code, 0, r.stderr);
+    const lines = r.stdout.trimEnd().split('\n');
+    assert.ok(lines.length > 20, `${args.join(' ')} printed ${lines.length} lines`);
+    const long = lines.filter((l) => l.length > 100);
+    assert.deepEqual(long, [], `${args.join(' ')}: lines over 100 columns`);
+  }
+  // --help: a flag's help continues in its description column, not at the margin
+  const help = (await runCli(['--help'])).stdout.split('\n');
+  const at = help.findIndex((l) => l.startsWith('  --kv-events-turn-ms MILLIS'));
+  const column = help[at].indexOf('busy time');
+  assert.ok(column > 20);
+  assert.match(help[at + 1], new RegExp(`^ {${column}}\\S`), 'the continuation starts under the description');
+  // --help-env: the meaning of a variable continues under its indent
+  const env = (await runCli(['--help-env'])).stdout.split('\n');
+  const v = env.findIndex((l) => l.startsWith('DYN_ROUTER_QUEUE_THRESHOLD  ('));
+  assert.match(env[v + 1], /^ {4}\S/);
+  assert.match(env[v + 2], /^ {4}\S/, 'a long meaning wraps with the same indent');
 });
 
 test('SELECT_SERVICE_* variables stand in for flags; a flag wins; an unknown DYN_ROUTER_* variable is a warning naming the closest', async (t) => {

@@ -46,7 +46,13 @@ export function cliFlags(): Map<string, CliFlag> {
   const r = spawnSync(process.execPath, [CLI, '--help'], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`--help failed: ${r.stderr}`);
   const flags = new Map<string, CliFlag>();
+  // a flag's help wraps onto indented continuation lines (at 100 columns): join them to the flag's line
+  const entries: string[] = [];
   for (const line of r.stdout.split('\n')) {
+    if (/^ {4,}\S/.test(line) && entries.length > 0) entries[entries.length - 1] += ` ${line.trim()}`;
+    else entries.push(line);
+  }
+  for (const line of entries) {
     const m = /^\s+(--[a-z0-9-]+)( [A-Z][A-Z_]*)?\s.*?(?:\[default: ([^\]]+)\])?(?: \[env: [A-Z_]+\])?$/.exec(line);
     if (m) flags.set(m[1], { takesValue: m[2] !== undefined, default: m[3] ?? null });
   }

@@ -91,9 +91,13 @@ test('DELETE frees the booking; a second DELETE, a prefill_complete and an outpu
   const l = await load(s);
   assert.deepEqual([l.active_requests, l.potential_prefill_tokens, l.potential_decode_blocks], [0, 0, 0]);
   const second = await s.call('DELETE', '/reservations/del');
-  assert.deepEqual([second.status, second.body], [404, { error: 'reservation del not found' }]);
-  assert.equal((await s.call('POST', '/reservations/del/prefill_complete')).status, 404);
-  assert.equal((await s.call('POST', '/reservations/del/output_block', {})).status, 404);
+  assert.deepEqual([second.status, second.body], [404, { error: 'reservation del was already freed' }]);
+  for (const [method, path, body] of [['POST', '/reservations/del/prefill_complete', undefined], ['POST', '/reservations/del/output_block', {}]] as const) {
+    const r = await s.call(method, path, body);
+    assert.deepEqual([r.status, r.body], [404, { error: 'reservation del was already freed' }], path);
+  }
+  const never = await s.call('DELETE', '/reservations/never-booked');
+  assert.deepEqual([never.status, never.body], [404, { error: 'reservation never-booked not found' }]);
 });
 
 test('reservation ids are any string: long ids and escaped characters round-trip through the path', async (t) => {

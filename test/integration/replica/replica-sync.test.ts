@@ -49,6 +49,8 @@ test('a booking on A shows on B; prefill_complete and DELETE propagate; B can fr
     await eventually(() => JSON.stringify(load(b)) === '[1,1,0]', 3000, 'prefill on B');
     a.freeReservation('s1');
     await eventually(() => JSON.stringify(load(b)) === '[0,0,0]', 3000, 'free on B');
+    // B remembers that a peer freed the mirrored booking
+    assert.throws(() => b.prefillComplete('s1'), { status: 404, message: 'reservation s1 was already freed (by a replica peer)' });
 
     // mirrored booking indexed on B: lifecycle calls on B resolve it
     await a.selectAndReserve({ model_name: 'model', selection_id: 's2', token_ids: [5, 6, 7, 8] });
@@ -56,9 +58,11 @@ test('a booking on A shows on B; prefill_complete and DELETE propagate; B can fr
     b.addOutputBlock('s2', {});
     assert.equal(load(b)?.[1], 2, 'output blocks are local');
     b.freeReservation('s2');
-    assert.throws(() => b.freeReservation('s2'), (e: unknown) => e instanceof SelectionError && e.status === 404);
+    assert.throws(() => b.freeReservation('s2'), (e: unknown) => e instanceof SelectionError && e.status === 404
+      && e.message === 'reservation s2 was already freed');
     // the mesh runs both ways: B's Free reaches A, which drops its own booking
     await eventually(() => load(a)?.[0] === 0, 3000, 'free from B applied on A');
+    assert.throws(() => a.freeReservation('s2'), { status: 404, message: 'reservation s2 was already freed (by a replica peer)' });
   } finally {
     await a.shutdown();
     await b.shutdown();

@@ -273,7 +273,8 @@ test('LIMITS carry the spec defaults and are frozen', () => {
   assert.equal(LIMITS.sessionAffinityTtlMaxSecs, 365 * 24 * 3600);
   assert.equal(LIMITS.maxDataParallelSize, 1024);
   assert.equal(LIMITS.wasmIndexHandles, 4096);
-  assert.equal(Object.keys(LIMITS).length, 35);
+  assert.equal(LIMITS.endedReservationsMaxEntries, 65536);
+  assert.equal(Object.keys(LIMITS).length, 37);
 });
 
 test('config sources are isomorphic: no node: imports, no process.env', () => {

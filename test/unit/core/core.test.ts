@@ -14,7 +14,8 @@ const TOKENS4 = [1, 2, 3, 4];
 test('not ready without schedulable workers; select is 503', async () => {
   const { core } = makeCore();
   assert.deepEqual(core.ready(), { ready: false, schedulable_workers: 0, workers: [] });
-  await rejects(() => core.select({ model_name: 'model', token_ids: TOKENS4 }), 503, 'no schedulable workers are available');
+  await rejects(() => core.select({ model_name: 'model', token_ids: TOKENS4 }), 503,
+    'no schedulable workers are available: no worker is registered (POST /workers registers one)');
 });
 
 test('an incomplete worker is accepted but not schedulable (queueing needs max_num_batched_tokens)', async () => {
@@ -124,7 +125,8 @@ test('select_and_reserve books, returns chained sequence hashes, duplicate is 40
   await rejects(() => core.selectAndReserve({ model_name: 'model', selection_id: 'r-1', token_ids: TOKENS4 }), 409,
     'selection r-1 is already reserved or being reserved');
   assert.deepEqual(core.freeReservation('r-1'), { status: 'ok' });
-  await rejects(() => core.freeReservation('r-1'), 404, 'reservation r-1 not found');
+  await rejects(() => core.freeReservation('r-1'), 404, 'reservation r-1 was already freed');
+  await rejects(() => core.freeReservation('r-never'), 404, 'reservation r-never not found');
   assert.equal(core.loads()[0].loads[0].active_requests, 0);
 });
 
@@ -312,8 +314,9 @@ test('re-posting a worker with another routing group moves it; PATCH cannot move
   core.upsertWorker(worker(1));
   await core.selectAndReserve({ model_name: 'model', selection_id: 'm', token_ids: TOKENS4 });
   core.upsertWorker(worker(1, { routing_group: 'g2' }));
-  await rejects(() => core.select({ model_name: 'model', token_ids: TOKENS4 }), 503, 'no schedulable workers for partition "model/default"');
-  await rejects(() => core.freeReservation('m'), 404);
+  await rejects(() => core.select({ model_name: 'model', token_ids: TOKENS4 }), 503, 'no schedulable workers for partition "model/default": '
+    + 'routing_group was not given, so "default" was assumed; model "model" has no worker in routing group "default", only in "g2"');
+  await rejects(() => core.freeReservation('m'), 404, 'reservation m was freed when its worker 1 left the partition (re-registered)');
   assert.equal((await core.select({ model_name: 'model', routing_group: 'g2', token_ids: TOKENS4 })).worker_id, 1n);
   const p = core.patchWorker(1n, { routing_group: 'default', taints: ['a'], endpoint: null });
   assert.equal(p.routing_group, 'g2');

@@ -54,10 +54,19 @@ test('partition display is partition "model/group"', () => {
 test('every factory produces the spec text', () => {
   const cases: [SelectionError, ErrorCode, string][] = [
     [E.shuttingDown(), 'SEL_SHUTTING_DOWN', 'selection service is shutting down'],
-    [E.noSchedulableWorkers(), 'SEL_NOT_READY', 'no schedulable workers are available'],
-    [E.noSchedulableWorkersFor('model', 'default'), 'SEL_NOT_READY', 'no schedulable workers for partition "model/default"'],
     [E.workerNotFound(18446744073709551615n), 'SEL_WORKER_NOT_FOUND', 'worker 18446744073709551615 not found'],
     [E.reservationNotFound('r-1'), 'SEL_RESERVATION_NOT_FOUND', 'reservation r-1 not found'],
+    [E.reservationNotFound('r-1', { kind: 'freed', byPeer: false }), 'SEL_RESERVATION_NOT_FOUND', 'reservation r-1 was already freed'],
+    [E.reservationNotFound('r-1', { kind: 'freed', byPeer: true }), 'SEL_RESERVATION_NOT_FOUND',
+      'reservation r-1 was already freed (by a replica peer)'],
+    [E.reservationNotFound('r-1', { kind: 'expired', afterSecs: 300 }), 'SEL_RESERVATION_NOT_FOUND',
+      'reservation r-1 expired after 300 s without being freed'],
+    [E.reservationNotFound('r-1', { kind: 'worker', workerId: 7n, dpRank: 0, change: 'removed' }), 'SEL_RESERVATION_NOT_FOUND',
+      'reservation r-1 was freed when its worker 7 was removed'],
+    [E.reservationNotFound('r-1', { kind: 'worker', workerId: 7n, dpRank: 2, change: 'rank' }), 'SEL_RESERVATION_NOT_FOUND',
+      'reservation r-1 was freed when dp_rank 2 of its worker 7 was removed'],
+    [E.reservationNotFound('r-1', { kind: 'worker', workerId: 7n, dpRank: 0, change: 'left' }), 'SEL_RESERVATION_NOT_FOUND',
+      'reservation r-1 was freed when its worker 7 left the partition (re-registered)'],
     [E.duplicateSelection('s-1'), 'SEL_DUPLICATE_SELECTION', 'selection s-1 is already reserved or being reserved'],
     [E.pendingNotFound('s-1', 'model', 'default'), 'SEL_PENDING_NOT_FOUND',
       'no pending selection s-1 for partition "model/default" (expired, already used, or never selected)'],
@@ -90,6 +99,39 @@ test('every factory produces the spec text', () => {
   assert.match(E.policyNonFiniteCost(1n, 0, NaN).message, /non-finite/);
   assert.match(E.policyBadRow(5, 2).message, /candidate row/);
   assert.match(E.noLongerSchedulable(1n, 0, 'm', 'g').message, /no longer schedulable/);
+});
+
+/** A lookup of `model/default` with nothing registered; `over` changes what the catalog holds. */
+const lookup = (over: Partial<E.PartitionLookup> = {}): E.PartitionLookup => ({
+  model: 'model', group: 'default', modelAssumed: false, groupAssumed: true, anySchedulable: false,
+  here: { count: 0, sample: [] }, otherGroups: [], knownModels: [], ...over,
+});
+
+test('the 503 of a partition without schedulable workers says what was looked up and what exists', () => {
+  const cases: [E.PartitionLookup, string][] = [
+    [lookup(), 'no schedulable workers are available: no worker is registered (POST /workers registers one)'],
+    [lookup({ model: 'default', modelAssumed: true, anySchedulable: true, knownModels: ['a', 'b', 'c', 'd', 'e', 'f', 'g'],
+      lookalike: 'modelName' }),
+    'no schedulable workers for partition "default/default": model_name was not given, so "default" was assumed '
+      + '(the body has "modelName": the field is model_name); no worker is registered for model "default"; '
+      + 'known models: "a", "b", "c", "d", "e" and 2 more'],
+    [lookup({ anySchedulable: true, otherGroups: ['g1', 'g2'], knownModels: ['model'] }),
+      'no schedulable workers for partition "model/default": routing_group was not given, so "default" was assumed; '
+      + 'model "model" has no worker in routing group "default", only in "g1", "g2"'],
+    [lookup({ groupAssumed: false, knownModels: ['model'], here: { count: 5, sample: [
+      { workerId: 1n, lifecycle: 'incomplete', reasons: ['endpoint is required', 'block_size is required'] },
+      { workerId: 2n, lifecycle: 'incomplete', reasons: ['endpoint is required'] },
+      { workerId: 3n, lifecycle: 'incomplete', reasons: [] }] } }),
+    'no schedulable workers are available: model "model" in routing group "default" has 5 worker(s) and none is schedulable: '
+      + 'worker 1 is incomplete (endpoint is required; block_size is required), worker 2 is incomplete (endpoint is required), '
+      + 'worker 3 is incomplete and 2 more'],
+    [lookup({ groupAssumed: false, anySchedulable: true, knownModels: [`${'m'.repeat(100)}`] }),
+      `no schedulable workers for partition "model/default": no worker is registered for model "model"; known models: "${'m'.repeat(63)}…"`],
+  ];
+  for (const [l, message] of cases) {
+    const err = E.noSchedulableWorkersFor(l);
+    assert.deepEqual([err.code, err.status, err.message], ['SEL_NOT_READY', 503, message]);
+  }
 });
 
 test('queue rejection: 429 with the structured details', () => {

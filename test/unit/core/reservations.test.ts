@@ -117,3 +117,41 @@ test('sweep drops rows whose booking vanished, returns them, and leaves claims',
   assert.ok(ix.lookup('b'));
   assert.deepEqual(ix.sweep(() => true), []);
 });
+
+test('how a booking ended is remembered for the window, bounded in count and bytes, and only while the id is not held again', () => {
+  let now = 0;
+  const clock = { now: () => now };
+  const ix = new ReservationIndex({ clock, ttlSecs: 300, maxEntries: 3, maxBytes: 1000 });
+  const freed = { kind: 'freed', byPeer: false } as const;
+  for (const id of ['a', 'b', 'c', 'd']) {
+    ix.commit(ix.claim(id, 'p'), 1n, 0);
+    ix.remove(id, freed);
+  }
+  assert.equal(ix.endOf('a'), undefined, 'the oldest of four went past the count of three');
+  assert.deepEqual(['b', 'c', 'd'].map((id) => ix.notFound(id).message),
+    ['reservation b was already freed', 'reservation c was already freed', 'reservation d was already freed']);
+  // booked again: the old end no longer speaks for it; claimed: neither
+  const t = ix.claim('d', 'p');
+  assert.equal(ix.notFound('d').message, 'reservation d not found');
+  ix.release(t);
+  // the byte budget bounds long ids: one of 900 bytes pushes out the others, one over the budget is not kept
+  ix.commit(ix.claim('x'.repeat(900), 'p'), 1n, 0);
+  ix.remove('x'.repeat(900), { kind: 'expired', afterSecs: 300 });
+  assert.deepEqual(['b', 'c', 'd'].map((id) => ix.endOf(id)), [undefined, undefined, undefined]);
+  assert.equal(ix.notFound('x'.repeat(900)).message, `reservation ${'x'.repeat(900)} expired after 300 s without being freed`);
+  ix.commit(ix.claim('y'.repeat(1000), 'p'), 1n, 0);
+  ix.remove('y'.repeat(1000), freed);
+  assert.equal(ix.endOf('y'.repeat(1000)), undefined);
+  // the window: age 300 s is remembered, later is not
+  ix.commit(ix.claim('w', 'p'), 2n, 0);
+  ix.remove('w', { kind: 'worker', workerId: 2n, dpRank: 0, change: 'removed' });
+  now = 300_000;
+  assert.equal(ix.notFound('w').message, 'reservation w was freed when its worker 2 was removed');
+  now += 1;
+  assert.equal(ix.notFound('w').message, 'reservation w not found');
+  // without limits (the default), nothing is remembered
+  const plain = new ReservationIndex();
+  plain.commit(plain.claim('z', 'p'), 1n, 0);
+  plain.remove('z', freed);
+  assert.equal(plain.notFound('z').message, 'reservation z not found');
+});

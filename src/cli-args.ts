@@ -12,7 +12,8 @@
  */
 import { DEFAULT_KV_TURN_MS, DEFAULT_MAX_MESSAGE_BYTES, MAX_KV_TURN_MS, MIN_KV_TURN_MS } from './service/kv-events/ingress.js';
 import { LIMITS, defaultRouterConfig, type RouterConfig } from './core/config/config.js';
-import { routerEnvDocs, routerEnvNames, unknownEnvVars } from './core/config/config-env.js';
+import { routerEnvNames, unknownEnvVars } from './core/config/config-env.js';
+import { routerEnvDocs } from './core/config/config-env-docs.js';
 import { validateZmqEndpoint } from './service/zmq-endpoint.js';
 import { wrapText, wrapWords } from './cli-text.js';
 

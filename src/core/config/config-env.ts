@@ -38,106 +38,60 @@ export const ENUM_VALUES = {
   routerPrefillLoadModel: ['none', 'aic'],
 } as const;
 
-type Kind = 'float' | 'uint' | 'bool' | 'string' | keyof typeof ENUM_VALUES;
+export type Kind = 'float' | 'uint' | 'bool' | 'string' | keyof typeof ENUM_VALUES;
 
-interface Binding {
+/** How one field is read: its variable names and how the value is written. */
+export interface Binding {
   readonly vars: readonly string[]; // canonical name first, then aliases (first present wins)
   readonly kind: Kind;
-  /** What the variable does, for `--help-env` and the README. */
-  readonly help: string;
 }
 
-const b = (kind: Kind, help: string, ...vars: string[]): Binding => ({ vars, kind, help });
+const b = (kind: Kind, ...vars: string[]): Binding => ({ vars, kind });
 
 /** Env variable(s) read for each field; the first name is the canonical one. */
-const BINDINGS: Readonly<Record<ConfigField, Binding>> = {
-  overlapScoreCredit: b('float', 'weight of the cached prefix in the cost: prefill tokens a worker already holds are credited at this rate (>= 0)',
-    'DYN_ROUTER_KV_OVERLAP_SCORE_CREDIT'),
-  overlapScoreCreditDecay: b('float', 'lowers the prefix credit of a worker the more its active prefill load exceeds the least-loaded worker\'s (>= 0; 0 = no decay)',
-    'DYN_ROUTER_KV_OVERLAP_SCORE_CREDIT_DECAY'),
-  prefillLoadScale: b('float', 'weight of the prefill tokens a worker would have to compute, relative to its decode blocks (>= 0)',
-    'DYN_ROUTER_PREFILL_LOAD_SCALE'),
-  decodeActiveRequestWeight: b('float', 'extra cost per active request on a worker (>= 0)', 'DYN_ROUTER_DECODE_ACTIVE_REQUEST_WEIGHT'),
-  routerTemperature: b('float', 'randomness of the pick: 0 takes the lowest cost, higher values sample among near-best workers (>= 0)',
-    'DYN_ROUTER_TEMPERATURE'),
-  useKvEvents: b('bool', 'index the engines\' KV-cache events over ZeroMQ; false = approximate index fed by the bookings (alias DYN_USE_KV_EVENTS)',
-    'DYN_ROUTER_USE_KV_EVENTS', 'DYN_USE_KV_EVENTS'),
-  routerReplicaSync: b('bool', 'accepted for compatibility; replicas share load when --replica-sync-port is given', 'DYN_ROUTER_REPLICA_SYNC'),
-  routerTrackActiveBlocks: b('bool', 'count the KV blocks of active requests as decode load', 'DYN_ROUTER_TRACK_ACTIVE_BLOCKS'),
-  routerTrackOutputBlocks: b('bool', 'accepted for compatibility (needs DYN_ROUTER_TRACK_ACTIVE_BLOCKS); output blocks are counted from output_block calls',
-    'DYN_ROUTER_TRACK_OUTPUT_BLOCKS'),
-  routerAssumeKvReuse: b('bool', 'assume identical prompts share KV blocks; false gives each booking its own random tracking hashes',
-    'DYN_ROUTER_ASSUME_KV_REUSE'),
-  routerTrackPrefillTokens: b('bool', 'count a booking\'s uncached prompt tokens as prefill load until prefill_complete (a request may override it)',
-    'DYN_ROUTER_TRACK_PREFILL_TOKENS'),
-  routerTrackingHash: b('routerTrackingHash', 'how tracking hashes are derived; keyed-xxh3-v1 needs the key file and key id below',
-    'DYN_ROUTER_TRACKING_HASH'),
-  routerTrackingKeyFile: b('string', 'path of the 32-byte key (keyed-xxh3-v1 only)', 'DYN_ROUTER_TRACKING_KEY_FILE'),
-  routerTrackingKeyId: b('string', 'epoch id of that key (keyed-xxh3-v1 only)', 'DYN_ROUTER_TRACKING_KEY_ID'),
-  routerQueueThreshold: b('float', 'turns on the admission queue: a request waits while every worker\'s prefill load is above this fraction of its max_num_batched_tokens (>= 0; workers then need max_num_batched_tokens)',
-    'DYN_ROUTER_QUEUE_THRESHOLD'),
-  routerPolicyConfig: b('string', 'path of a YAML file with policy classes (queues, limits, chosen by the x-dynamo-meta-policy-class header) and the worker_selection policy',
-    'DYN_ROUTER_POLICY_CONFIG'),
-  routerPrefillPolicy: b('string', 'accepted for compatibility; the service selects for aggregated workers only', 'DYN_ROUTER_PREFILL_POLICY'),
-  routerDecodePolicy: b('string', 'accepted for compatibility; the service selects for aggregated workers only', 'DYN_ROUTER_DECODE_POLICY'),
-  conditionalDisaggEnabled: b('bool', 'accepted for compatibility (validated with the three settings below); no effect on selection here',
-    'DYN_ROUTER_CONDITIONAL_DISAGG'),
-  conditionalDisaggPolicy: b('conditionalDisaggPolicy', 'accepted for compatibility; an unknown value is ignored', 'DYN_ROUTER_CONDITIONAL_DISAGG_POLICY'),
-  conditionalDisaggEffIslThreshold: b('uint', 'accepted for compatibility (an integer >= 0)', 'DYN_ROUTER_CONDITIONAL_DISAGG_EFF_ISL_THRESHOLD'),
-  conditionalDisaggEffIslRatioThreshold: b('float', 'accepted for compatibility (between 0 and 1)', 'DYN_ROUTER_CONDITIONAL_DISAGG_EFF_ISL_RATIO_THRESHOLD'),
-  conditionalDisaggPrefillBusyThreshold: b('float', 'advisory /select reports prefill_busy when the worker\'s active prefill tokens exceed this fraction of max_num_batched_tokens (>= 0)',
-    'DYN_ROUTER_CONDITIONAL_DISAGG_PREFILL_BUSY_THRESHOLD'),
-  conditionalDisaggDecodeBusyThreshold: b('float', 'selections report decode_busy when the worker\'s decode blocks exceed this fraction of total_kv_blocks (>= 0)',
-    'DYN_ROUTER_CONDITIONAL_DISAGG_DECODE_BUSY_THRESHOLD'),
-  routerPredictedTtlSecs: b('float', 'with KV events: also record bookings in a side index whose entries expire after this many seconds (>= 0)',
-    'DYN_ROUTER_PREDICTED_TTL_SECS'),
-  routerApproximateCachePolicy: b('routerApproximateCachePolicy', 'retention of the approximate index; lru is for DYN_ROUTER_USE_KV_EVENTS=false and falls back to ttl',
-    'DYN_ROUTER_APPROXIMATE_CACHE_POLICY'),
-  routerTtlSecs: b('float', 'lifetime of approximate-index entries, in seconds (>= 0)', 'DYN_ROUTER_TTL_SECS'),
-  routerEventThreads: b('uint', 'accepted for compatibility (an integer >= 1); the index runs on one thread', 'DYN_ROUTER_EVENT_THREADS'),
-  routerQueuePolicy: b('routerQueuePolicy', 'order of the admission queue: first come, last come, or weighted shortest processing time first',
-    'DYN_ROUTER_QUEUE_POLICY'),
-  useRemoteIndexer: b('bool', 'accepted for compatibility; the index is always local (no kv_hint when true)', 'DYN_USE_REMOTE_INDEXER'),
-  sharedCacheMultiplier: b('float', 'credit for blocks found in a shared cache beyond the device tier (between 0 and 1; 0.5 when DYN_SHARED_CACHE_TYPE=hicache and this is unset)',
-    'DYN_SHARED_CACHE_MULTIPLIER'),
-  sharedCacheType: b('sharedCacheType', 'kind of shared cache; only sets the multiplier\'s default (the standalone service has no shared cache)', 'DYN_SHARED_CACHE_TYPE'),
-  hostCacheHitWeight: b('float', 'credit of a block cached in host memory, relative to one on the device (between 0 and 1)', 'DYN_ROUTER_HOST_CACHE_HIT_WEIGHT'),
-  diskCacheHitWeight: b('float', 'credit of a block cached on disk, relative to one on the device (between 0 and 1)', 'DYN_ROUTER_DISK_CACHE_HIT_WEIGHT'),
-  routerPrefillLoadModel: b('routerPrefillLoadModel', 'accepted for compatibility (aic needs DYN_ROUTER_TRACK_PREFILL_TOKENS)', 'DYN_ROUTER_PREFILL_LOAD_MODEL'),
-  routerActiveSequenceStride: b('uint', 'accepted for compatibility (an integer >= 1)', 'DYN_ROUTER_ACTIVE_SEQUENCE_STRIDE'),
-  activeRequestExpirySecs: b('uint', 'a booking still held this many seconds after it was made is dropped (a missing or 0 value means 300)',
-    'DYN_ROUTER_ACTIVE_REQUEST_EXPIRY_SECS'),
-  overlapRefreshAfterSecs: b('float', 'a request that waited in the queue longer than this re-reads its cache overlap before the pick (seconds; 0 = never)',
-    'DYN_ROUTER_OVERLAP_REFRESH_AFTER_SECS'),
-  workerSelectionPolicy: b('string', 'name of the worker-selection policy (default: the built-in cost function; embedders register their own)',
-    'DYN_ROUTER_WORKER_SELECTION_POLICY'),
-  // not a Dynamo variable, so not in Dynamo's DYN_ROUTER_* namespace (see the README)
-  routingPolicy: b('string', 'routing policy: kv (Dynamo\'s cost, the default) or ttft, with parameters as ttft:key=value (same as --routing-policy)', 'SELECT_SERVICE_ROUTING_POLICY'),
+export const BINDINGS: Readonly<Record<ConfigField, Binding>> = {
+  overlapScoreCredit: b('float', 'DYN_ROUTER_KV_OVERLAP_SCORE_CREDIT'),
+  overlapScoreCreditDecay: b('float', 'DYN_ROUTER_KV_OVERLAP_SCORE_CREDIT_DECAY'),
+  prefillLoadScale: b('float', 'DYN_ROUTER_PREFILL_LOAD_SCALE'),
+  decodeActiveRequestWeight: b('float', 'DYN_ROUTER_DECODE_ACTIVE_REQUEST_WEIGHT'),
+  routerTemperature: b('float', 'DYN_ROUTER_TEMPERATURE'),
+  useKvEvents: b('bool', 'DYN_ROUTER_USE_KV_EVENTS', 'DYN_USE_KV_EVENTS'),
+  routerReplicaSync: b('bool', 'DYN_ROUTER_REPLICA_SYNC'),
+  routerTrackActiveBlocks: b('bool', 'DYN_ROUTER_TRACK_ACTIVE_BLOCKS'),
+  routerTrackOutputBlocks: b('bool', 'DYN_ROUTER_TRACK_OUTPUT_BLOCKS'),
+  routerAssumeKvReuse: b('bool', 'DYN_ROUTER_ASSUME_KV_REUSE'),
+  routerTrackPrefillTokens: b('bool', 'DYN_ROUTER_TRACK_PREFILL_TOKENS'),
+  routerTrackingHash: b('routerTrackingHash', 'DYN_ROUTER_TRACKING_HASH'),
+  routerTrackingKeyFile: b('string', 'DYN_ROUTER_TRACKING_KEY_FILE'),
+  routerTrackingKeyId: b('string', 'DYN_ROUTER_TRACKING_KEY_ID'),
+  routerQueueThreshold: b('float', 'DYN_ROUTER_QUEUE_THRESHOLD'),
+  routerPolicyConfig: b('string', 'DYN_ROUTER_POLICY_CONFIG'),
+  routerPrefillPolicy: b('string', 'DYN_ROUTER_PREFILL_POLICY'),
+  routerDecodePolicy: b('string', 'DYN_ROUTER_DECODE_POLICY'),
+  conditionalDisaggEnabled: b('bool', 'DYN_ROUTER_CONDITIONAL_DISAGG'),
+  conditionalDisaggPolicy: b('conditionalDisaggPolicy', 'DYN_ROUTER_CONDITIONAL_DISAGG_POLICY'),
+  conditionalDisaggEffIslThreshold: b('uint', 'DYN_ROUTER_CONDITIONAL_DISAGG_EFF_ISL_THRESHOLD'),
+  conditionalDisaggEffIslRatioThreshold: b('float', 'DYN_ROUTER_CONDITIONAL_DISAGG_EFF_ISL_RATIO_THRESHOLD'),
+  conditionalDisaggPrefillBusyThreshold: b('float', 'DYN_ROUTER_CONDITIONAL_DISAGG_PREFILL_BUSY_THRESHOLD'),
+  conditionalDisaggDecodeBusyThreshold: b('float', 'DYN_ROUTER_CONDITIONAL_DISAGG_DECODE_BUSY_THRESHOLD'),
+  routerPredictedTtlSecs: b('float', 'DYN_ROUTER_PREDICTED_TTL_SECS'),
+  routerApproximateCachePolicy: b('routerApproximateCachePolicy', 'DYN_ROUTER_APPROXIMATE_CACHE_POLICY'),
+  routerTtlSecs: b('float', 'DYN_ROUTER_TTL_SECS'),
+  routerEventThreads: b('uint', 'DYN_ROUTER_EVENT_THREADS'),
+  routerQueuePolicy: b('routerQueuePolicy', 'DYN_ROUTER_QUEUE_POLICY'),
+  useRemoteIndexer: b('bool', 'DYN_USE_REMOTE_INDEXER'),
+  sharedCacheMultiplier: b('float', 'DYN_SHARED_CACHE_MULTIPLIER'),
+  sharedCacheType: b('sharedCacheType', 'DYN_SHARED_CACHE_TYPE'),
+  hostCacheHitWeight: b('float', 'DYN_ROUTER_HOST_CACHE_HIT_WEIGHT'),
+  diskCacheHitWeight: b('float', 'DYN_ROUTER_DISK_CACHE_HIT_WEIGHT'),
+  routerPrefillLoadModel: b('routerPrefillLoadModel', 'DYN_ROUTER_PREFILL_LOAD_MODEL'),
+  routerActiveSequenceStride: b('uint', 'DYN_ROUTER_ACTIVE_SEQUENCE_STRIDE'),
+  activeRequestExpirySecs: b('uint', 'DYN_ROUTER_ACTIVE_REQUEST_EXPIRY_SECS'),
+  overlapRefreshAfterSecs: b('float', 'DYN_ROUTER_OVERLAP_REFRESH_AFTER_SECS'),
+  workerSelectionPolicy: b('string', 'DYN_ROUTER_WORKER_SELECTION_POLICY'),
+  // not a Dynamo variable, so not in Dynamo's DYN_ROUTER_* namespace (docs/configuration.md)
+  routingPolicy: b('string', 'SELECT_SERVICE_ROUTING_POLICY'),
 };
-
-/** How a variable is written and what it does (`--help-env`, the README's environment table). */
-export interface EnvVarDoc {
-  readonly field: ConfigField | null;
-  readonly name: string;
-  /** `number`, `integer`, `boolean`, `string`, or the accepted values joined by `|`. */
-  readonly type: string;
-  readonly help: string;
-}
-
-const KIND_TYPES: Readonly<Record<'float' | 'uint' | 'bool' | 'string', string>> = { float: 'number', uint: 'integer', bool: 'boolean', string: 'string' };
-
-/** Every variable the router configuration reads, canonical names in field order, then the deprecated ones. */
-export function routerEnvDocs(): EnvVarDoc[] {
-  const out: EnvVarDoc[] = CONFIG_FIELDS.map((field) => {
-    const { vars, kind, help } = BINDINGS[field];
-    const type = kind in KIND_TYPES ? KIND_TYPES[kind as keyof typeof KIND_TYPES] : ENUM_VALUES[kind as keyof typeof ENUM_VALUES].join('|');
-    return { field, name: vars[0], type, help };
-  });
-  for (const name of DEPRECATED_OVERLAP_WEIGHT_VARS) {
-    out.push({ field: null, name, type: 'number', help: 'deprecated: sets DYN_ROUTER_PREFILL_LOAD_SCALE (read after it); 0 also sets the overlap credit to 0' });
-  }
-  return out;
-}
 
 /** Every variable name the router configuration reads (aliases and deprecated names included). */
 export function routerEnvNames(): string[] {

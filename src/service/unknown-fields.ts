@@ -31,7 +31,8 @@ const looseName = (s: string): string => s.toLowerCase().replace(/[-_]/g, '');
 /**
  * The name of `known` that `name` most likely meant, compared with case, `_` and `-` ignored
  * (`modelName` is `model_name`, `token_id` is `token_ids`): the {@link closest}, when at most
- * `maxEdits` edits away and fewer than half of `name`'s letters; else undefined.
+ * `maxEdits` edits away and fewer than half of `name`'s letters; else the one known field that
+ * begins with `name` and `_` (`model`, OpenAI's name, is `model_name`); else undefined.
  */
 export function closeName(name: string, known: readonly string[], maxEdits = 2): string | undefined {
   if (known.length === 0) return undefined;
@@ -39,7 +40,10 @@ export function closeName(name: string, known: readonly string[], maxEdits = 2):
   const want = looseName(name);
   const best = closest(want, loose);
   const d = editDistance(want, best);
-  return d <= maxEdits && d * 2 < want.length ? known[loose.indexOf(best)] : undefined;
+  if (d <= maxEdits && d * 2 < want.length) return known[loose.indexOf(best)];
+  const head = `${name.toLowerCase()}_`;
+  const longer = known.filter((k) => k.toLowerCase().startsWith(head));
+  return longer.length === 1 ? longer[0] : undefined;
 }
 
 /** Counts and rate-limited warnings of unknown request fields. */

@@ -11,8 +11,8 @@ const SAMPLE = 3;
 
 const given = (body: Record<string, unknown> | null, field: string): boolean => body !== null && body[field] != null;
 
-/** `modelName`, `ModelName`, `model-name`: a body key that is `model_name` spelt another way. */
-const MODEL_NAME_LIKE = /^model[-_]?name$/i;
+/** `modelName`, `ModelName`, `model-name`, or OpenAI's `model`: a body key meant as `model_name`. */
+const MODEL_NAME_LIKE = /^model(?:[-_]?name)?$/i;
 
 /** The facts of the 503 for a request (its raw body, when there is one) naming `(model, group)`. */
 export function lookupFacts(workers: Iterable<WorkerEntry>, model: string, group: string, input: unknown): PartitionLookup {

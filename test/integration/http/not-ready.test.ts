@@ -36,6 +36,9 @@ test('without model_name: "default" was assumed, the known models are listed (a 
   // a client that spelt the field its own way is told the field's name
   await all503(s, { modelName: 'llama' }, 'no schedulable workers for partition "default/default": model_name was not given, '
     + `so "default" was assumed (the body has "modelName": the field is model_name); no worker is registered for model "default"; ${known}`);
+  // OpenAI's name for the field
+  await all503(s, { model: 'llama' }, 'no schedulable workers for partition "default/default": model_name was not given, '
+    + `so "default" was assumed (the body has "model": the field is model_name); no worker is registered for model "default"; ${known}`);
   await all503(s, { model_name: 'lama' }, `no schedulable workers for partition "lama/default": no worker is registered for model "lama"; ${known}`);
   // the same request with the right name is served
   assert.equal((await s.call('POST', '/select', { model_name: 'llama', token_ids: toks(4) })).body.worker_id, 2);

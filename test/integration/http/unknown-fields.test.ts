@@ -67,7 +67,7 @@ test('nested objects, every JSON route, and fields with no close match', async (
     'unknown field "session_context.sesion_final" in a /select body is ignored (did you mean "session_context.session_final"?)',
     'unknown field "router_config_override.overlap_score_wieght" in a /select body is ignored (did you mean "router_config_override.overlap_score_weight"?)',
     'unknown field "pinned_worker.dprank" in a /select body is ignored (did you mean "pinned_worker.dp_rank"?)',
-    'unknown field "decay" in a /reservations/{id}/output_block body is ignored',
+    'unknown field "decay" in a /reservations/{id}/output_block body is ignored (did you mean "decay_fraction"?)',
   ]);
   const text = (await s.call('GET', '/metrics')).text;
   assert.equal(value(text, METRIC, { route: '/workers/{worker_id}', field: 'model_name' }), 1);

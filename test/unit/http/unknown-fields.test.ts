@@ -21,7 +21,7 @@ test('the top level and the nested objects whose fields the schema lists; maps a
   assert.deepEqual(unknownOf(WorkerRequestSchema, { worker_id: 1, topology_domains: { zone: 'a' }, kv_events_endpoints: { 0: 'x' } }), []);
 });
 
-test('closest known field: case, _ and - ignored, at most two edits, never a far-fetched one', () => {
+test('closest known field: case, _ and - ignored, at most two edits or the one field a name begins, never a far-fetched one', () => {
   const known = ['model_name', 'routing_group', 'token_ids', 'block_hashes', 'isl_tokens', 'selection_id'];
   assert.equal(closeName('modelName', known), 'model_name');
   assert.equal(closeName('token_id', known), 'token_ids');
@@ -29,6 +29,9 @@ test('closest known field: case, _ and - ignored, at most two edits, never a far
   assert.equal(closeName('selectionID', known), 'selection_id');
   assert.equal(closeName('tokens', known), 'token_ids');
   assert.equal(closeName('prompt', known), undefined);
+  assert.equal(closeName('model', known), 'model_name', 'OpenAI\'s name: the one field that begins with model_');
+  assert.equal(closeName('Selection', known), 'selection_id');
+  assert.equal(closeName('block', [...known, 'block_size']), undefined, 'two fields begin with block_: no guess');
   assert.equal(closeName('id', known), undefined, 'a short name is not matched by edits alone');
   assert.equal(closeName('x', []), undefined);
 });

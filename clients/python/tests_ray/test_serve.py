@@ -139,10 +139,16 @@ class EngineTest(unittest.TestCase):
     def test_1_workers_are_the_replicas(self) -> None:
         ids = self.workers_match_replicas()
         self.assertEqual(len(ids), 3)
+        # a replica is registered from the router's defaults until Serve hands the router its first
+        # routing_stats (record_routing_stats() runs in the replica, on Serve's schedule); the record
+        # is then updated in place
+        from_stats = wait_for("the replicas' routing_stats to reach the records", lambda: all(
+            (w["block_size"], w["max_num_batched_tokens"]) == (16, 4096) for w in workers(SERVICE_URL, "engine")))
+        self.assertTrue(from_stats)
+        self.assertEqual(sorted(w["worker_id"] for w in workers(SERVICE_URL, "engine")), sorted(ids))
         for w in workers(SERVICE_URL, "engine"):
             self.assertEqual(w["lifecycle"], "schedulable", w)
             self.assertTrue(w["endpoint"].startswith("ray://SERVE_REPLICA::engine#engine#"), w)
-            self.assertEqual((w["block_size"], w["max_num_batched_tokens"]), (16, 4096))  # from routing_stats
 
     def test_2_each_request_runs_where_it_is_booked(self) -> None:
         self.workers_match_replicas()

@@ -54,11 +54,12 @@ class FakeStreamingEngine:
             yield f"{self.replica}:{i} "
 
 
-def build_app(select_service_url: str, name: str = "engine", num_replicas: int = 2) -> Any:
-    """The app: the fake engine behind ``SelectServiceRouter``."""
+def build_app(select_service_url: str, name: str = "engine", num_replicas: int = 2, timeout_s: float = 0.05) -> Any:
+    """The app: the fake engine behind ``SelectServiceRouter``. ``timeout_s`` bounds each call to
+    select-service; a request whose booking takes longer goes where Serve's default router sends it."""
     router = RequestRouterConfig(
         request_router_class=SelectServiceRouter,
-        request_router_kwargs={"select_service_url": select_service_url, "timeout_s": 0.05},
+        request_router_kwargs={"select_service_url": select_service_url, "timeout_s": timeout_s},
         request_routing_stats_period_s=1.0)
     engine = serve.deployment(FakeStreamingEngine, name=name, num_replicas=num_replicas, max_ongoing_requests=64,
                               ray_actor_options={"num_cpus": 0}, request_router_config=router)

@@ -236,7 +236,10 @@ class ExampleTest(unittest.TestCase):
         assert spec is not None and spec.loader is not None
         example = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(example)
-        handle = serve.run(example.build_app(SERVICE_URL, name="example"), name="example", route_prefix=None)
+        # a generous timeout: this test checks the routing, not the fallback (OutageTest does), and on a
+        # busy machine a booking can take longer than the example's 50 ms
+        handle = serve.run(example.build_app(SERVICE_URL, name="example", timeout_s=5.0), name="example",
+                           route_prefix=None)
         list(handle.options(stream=True).generate.remote("warm-up", max_tokens=1))
         wait_for("the example's workers", lambda: registered(SERVICE_URL, "example") == {
             worker_id_for_replica(u) for u in replica_uids("example")} and len(replica_uids("example")) == 2)

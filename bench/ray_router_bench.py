@@ -71,7 +71,8 @@ def main() -> None:
     ap.add_argument("--sequential", type=int, default=600)
     ap.add_argument("--burst", type=int, default=400)
     ap.add_argument("--bursts", type=int, default=5)
-    ap.add_argument("--transports", default="auto")
+    # the router's default transport (asyncio), unless told otherwise
+    ap.add_argument("--transports", default="asyncio")
     args = ap.parse_args()
 
     emit(event="plain-loop", **asyncio.run(plain_loop_booking(400)))

@@ -11,10 +11,9 @@ import asyncio
 import queue
 import ssl
 from typing import Dict, List, Optional, Tuple
-from urllib.parse import urlsplit
 
 from ._aio_transport import check_base_url
-from ._transport import Transport
+from ._transport import Transport, split_base_url
 from .errors import SelectServiceConnectionError, SelectServiceTimeout
 
 
@@ -96,8 +95,7 @@ class AsyncioTransport:
 
     def __init__(self, base_url: str, headers: Dict[str, str], ssl_context: Optional[ssl.SSLContext] = None,
                  max_connections: int = 64) -> None:
-        base = check_base_url(base_url)
-        parts = urlsplit(base)
+        parts = split_base_url(base_url.rstrip("/"))
         self.https = parts.scheme == "https"
         self.host = parts.hostname or ""
         self.port = parts.port or (443 if self.https else 80)

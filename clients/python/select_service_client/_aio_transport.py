@@ -19,6 +19,12 @@ except ImportError:  # pragma: no cover - exercised where aiohttp is absent
     aiohttp = None  # type: ignore[assignment]
 
 
+#: The ``transport`` values of :class:`~select_service_client.aio.AsyncSelectServiceClient`.
+TRANSPORTS = ("auto", "aiohttp", "asyncio", "thread")
+#: The same, as a message says them: 'auto', 'aiohttp', 'asyncio' or 'thread'.
+TRANSPORTS_TEXT = ", ".join(repr(t) for t in TRANSPORTS[:-1]) + f" or {TRANSPORTS[-1]!r}"
+
+
 def aiohttp_available() -> bool:
     """Whether the aiohttp transport can be used here."""
     return aiohttp is not None
@@ -95,4 +101,4 @@ def make_transport(kind: str, base_url: str, headers: Dict[str, str], ssl_contex
         return AsyncioTransport(base_url, headers, ssl_context, max_connections)
     if kind == "thread":
         return ThreadTransport(base_url, headers, ssl_context, max_connections)
-    raise ValueError(f"transport must be 'auto', 'aiohttp', 'asyncio' or 'thread' (got {kind!r})")
+    raise ValueError(f"transport must be {TRANSPORTS_TEXT} (got {kind!r})")

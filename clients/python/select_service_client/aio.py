@@ -2,11 +2,11 @@
 
 ``SelectServiceClient`` blocks; code on an event loop (a Ray Serve request router, an async engine)
 uses :class:`AsyncSelectServiceClient` instead. It takes and returns the same dataclasses and raises
-the same errors. Transport: aiohttp when it is installed (one keep-alive pool on the loop of the
-first call), else the stdlib transport in worker threads; aiohttp is never a dependency of the
-plain client (``pip install select-service-client[ray]`` adds it).
+the same errors. Transports: the standard library's HTTP/1.1 over asyncio (no dependency),
+aiohttp (one keep-alive pool), or the blocking client's transport in worker threads; aiohttp is
+never a dependency of the plain client (``pip install select-service-client[ray]`` adds it).
 
-Use one client per event loop: the aiohttp session belongs to the loop it was made on.
+Use one client per event loop: its kept connections belong to the loop they were made on.
 """
 from __future__ import annotations
 
@@ -35,8 +35,10 @@ class AsyncSelectServiceClient:
 
     Args:
         base_url, timeout, token, headers, ssl_context: as :class:`SelectServiceClient`.
-        transport: ``"auto"`` (aiohttp when installed, else threads), ``"aiohttp"`` or ``"thread"``.
-        max_connections: the size of the keep-alive pool (parallel calls beyond it wait).
+        transport: ``"auto"`` (aiohttp when installed, else ``"asyncio"``), ``"aiohttp"``,
+            ``"asyncio"`` or ``"thread"``.
+        max_connections: the size of the keep-alive pool (with aiohttp, parallel calls beyond it
+            wait; with ``"asyncio"``, connections beyond it are closed after their call).
 
     Retries: an idempotent call whose pooled connection the server had closed is sent once more on
     a new connection; bookings and ``output_block`` never are.
@@ -54,7 +56,7 @@ class AsyncSelectServiceClient:
 
     @property
     def transport_name(self) -> str:
-        """``"aiohttp"`` or ``"thread"``: which transport this client uses."""
+        """``"aiohttp"``, ``"asyncio"`` or ``"thread"``: which transport this client uses."""
         return str(self._transport.name)
 
     async def close(self) -> None:
@@ -145,9 +147,11 @@ class AsyncSelectServiceClient:
         body: Dict[str, Any] = {} if decay_fraction is None else {"decay_fraction": decay_fraction}
         await self.request("POST", f"/reservations/{_segment(reservation_id)}/output_block", body, timeout=timeout)
 
-    async def free_reservation(self, reservation_id: str, *, timeout: Optional[float] = None) -> None:
-        """``DELETE /reservations/{id}`` (a second DELETE is a 404)."""
-        await self.request("DELETE", f"/reservations/{_segment(reservation_id)}", timeout=timeout, idempotent=True)
+    async def free_reservation(self, reservation_id: str, *, timeout: Optional[float] = None,
+                               missing_ok: bool = False) -> None:
+        """``DELETE /reservations/{id}`` (a second DELETE is a 404; ``missing_ok`` takes it as done)."""
+        await self.request("DELETE", f"/reservations/{_segment(reservation_id)}", timeout=timeout, idempotent=True,
+                           ok=(200, 404) if missing_ok else (200, 201))
 
     async def loads(self, model_name: Optional[str] = None, routing_group: Optional[str] = None, *,
                     timeout: Optional[float] = None) -> List[ModelLoad]:

@@ -6,7 +6,6 @@ import asyncio
 import logging
 import time
 from typing import Any, List, Optional, Set
-from urllib.parse import quote
 
 from ..errors import SelectServiceConnectionError, SelectServiceError
 from ._bookings import Booking
@@ -55,8 +54,7 @@ class BookingLifecycle:
             body = {**self._partition, "selection_id": sid, "worker_id": target, "dp_rank": self._dp_rank.get(target, 0),
                     **booking.prompt}
             try:
-                await self._client.request("DELETE", f"/reservations/{quote(sid, safe='')}", ok=(200, 404),
-                                           timeout=self.settings.control_timeout_s, idempotent=True)
+                await self._client.free_reservation(sid, timeout=self.settings.control_timeout_s, missing_ok=True)
                 await self._client.request("POST", "/reservations", body, timeout=self.settings.control_timeout_s)
             except SelectServiceError as err:
                 self._bookings.remove(booking)
@@ -74,8 +72,7 @@ class BookingLifecycle:
         try:
             if lock is not None:
                 await lock.acquire()
-            await self._client.request("DELETE", f"/reservations/{quote(sid, safe='')}", ok=(200, 404),
-                                       timeout=self.settings.control_timeout_s, idempotent=True)
+            await self._client.free_reservation(sid, timeout=self.settings.control_timeout_s, missing_ok=True)
             self.counters["freed"] += 1
         except SelectServiceError as err:
             self._lost(sid, err)

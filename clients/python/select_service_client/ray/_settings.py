@@ -10,6 +10,8 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any, Dict, Optional
 
+from .._aio_transport import TRANSPORTS, TRANSPORTS_TEXT
+
 URL_ENV = "SELECT_SERVICE_URL"
 
 
@@ -74,5 +76,5 @@ class RouterSettings:
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"SelectServiceRouter: {name} must be a string (got {value!r})")
-        if self.transport not in ("auto", "aiohttp", "asyncio", "thread"):
-            raise ValueError(f"SelectServiceRouter: transport must be 'auto', 'aiohttp', 'asyncio' or 'thread' (got {self.transport!r})")
+        if self.transport not in TRANSPORTS:
+            raise ValueError(f"SelectServiceRouter: transport must be {TRANSPORTS_TEXT} (got {self.transport!r})")

@@ -24,8 +24,7 @@ import asyncio
 import logging
 import os
 import weakref
-from typing import Any, Dict, Optional
-from urllib.parse import quote
+from typing import Awaitable, Callable, Dict, Optional
 
 from ..aio import AsyncSelectServiceClient
 from ..errors import SelectServiceConnectionError, SelectServiceError
@@ -75,22 +74,21 @@ class ReplicaReporter:
 
     async def prefill_complete(self, reservation_id: Optional[str] = None) -> bool:
         """``POST /reservations/{id}/prefill_complete``; True when the service took it."""
-        return await self._report("prefill_complete", None, reservation_id)
+        return await self._report("prefill_complete", reservation_id, lambda c, rid: c.prefill_complete(rid))
 
     async def output_block(self, reservation_id: Optional[str] = None, decay_fraction: Optional[float] = None) -> bool:
         """``POST /reservations/{id}/output_block``: one more block of output; True when taken."""
-        body: Dict[str, Any] = {} if decay_fraction is None else {"decay_fraction": decay_fraction}
-        return await self._report("output_block", body, reservation_id)
+        return await self._report("output_block", reservation_id, lambda c, rid: c.output_block(rid, decay_fraction))
 
-    async def _report(self, what: str, body: Optional[Dict[str, Any]], reservation_id: Optional[str]) -> bool:
+    async def _report(self, what: str, reservation_id: Optional[str],
+                      call: Callable[[AsyncSelectServiceClient, str], Awaitable[None]]) -> bool:
         rid = reservation_id or current_reservation_id()
         if rid is None:
             raise RuntimeError(f"report_{what}: not inside a Serve request; pass reservation_id=")
         if not self._availability.should_try():
             return False
         try:
-            await self._client().request("POST", f"/reservations/{quote(rid, safe='')}/{what}", body,
-                                         idempotent=what == "prefill_complete")
+            await call(self._client(), rid)
         except SelectServiceConnectionError as err:
             self._availability.failed(err)
             return False

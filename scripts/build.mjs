@@ -2,8 +2,8 @@
 // One build script: AssemblyScript -> build/wasm, the wasm bytes embedded as a JS module (so the
 // core instantiates identically in Node and in a browser, with no fs or fetch) and copied to
 // build/browser/select-service.wasm (for hosts that must be handed a compiled module: Cloudflare
-// Workers, see docs/edge-runtimes.md), then tsc, then the
-// browser bundles (scripts/bundle-web.mjs: the simulator page and `select-service/browser`).
+// Workers, see docs/edge-runtimes.md), then tsc, then the browser bundles (scripts/bundle-web.mjs:
+// the simulator page and `select-service/browser`).
 // Flags: --wasm-only, --if-stale (skip when every output is newer than every input).
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync, mkdirSync, statSync, readdirSync, existsSync, chmodSync, copyFileSync } from 'node:fs';

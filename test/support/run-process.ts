@@ -16,3 +16,13 @@ export function runProcess(cmd: string, args: readonly string[], cwd: string, ti
     child.once('close', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
   });
 }
+
+/**
+ * The parent's environment without the router's and the service's variables (`DYN_*`,
+ * `SELECT_SERVICE_*`), plus `extra`: a service a test starts sees only what the test gives it.
+ */
+export function serviceFreeEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('DYN_') && !k.startsWith('SELECT_SERVICE_')) env[k] = v;
+  return { ...env, ...extra };
+}

@@ -16,23 +16,17 @@ import { FLAGS, envHelp } from '../../../src/cli-args.js';
 import { checkResponse } from '../../support/openapi-check.js';
 import { VERSION } from '../../../src/version.js';
 import { eventually } from '../../support/ports.js';
+import { serviceFreeEnv } from '../../support/run-process.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../../../../..');
 const CLI = join(root, 'build/dist/src/cli.js');
-
-/** The parent's environment without router and service variables, plus `extra`. */
-function cleanEnv(extra: Record<string, string>): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('DYN_') && !k.startsWith('SELECT_SERVICE_')) env[k] = v;
-  return { ...env, ...extra };
-}
 
 interface Run { code: number | null; stdout: string; stderr: string }
 
 /** Runs the CLI to completion. */
 function runCli(args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const c = spawn(process.execPath, [CLI, ...args], { env: cleanEnv(env) });
+    const c = spawn(process.execPath, [CLI, ...args], { env: serviceFreeEnv(env) });
     let stdout = '', stderr = '';
     c.stdout.on('data', (d: Buffer) => { stdout += d; });
     c.stderr.on('data', (d: Buffer) => { stderr += d; });
@@ -44,7 +38,7 @@ function runCli(args: string[], env: Record<string, string> = {}): Promise<Run> 
 /** Starts the service; resolves once it logged its port. The child is killed after the test. */
 async function startCli(t: TestContext, args: string[], env: Record<string, string>,
   where = ['--port', '0', '--host', '127.0.0.1']): Promise<{ child: ChildProcess; base: string; exited: Promise<Run> }> {
-  const child = spawn(process.execPath, [CLI, ...where, ...args], { env: cleanEnv(env) });
+  const child = spawn(process.execPath, [CLI, ...where, ...args], { env: serviceFreeEnv(env) });
   t.after(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
   let stdout = '', stderr = '';
   const exited = new Promise<Run>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));

@@ -14,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseCliArgs } from '../../../src/cli-args.js';
 import { parseJson } from '../../../src/core/wire/json.js';
-import { runProcess } from '../../support/run-process.js';
+import { runProcess, serviceFreeEnv } from '../../support/run-process.js';
 
 // compiled to build/dist/test/integration/cli/: five levels up is the project root
 const root = join(dirname(fileURLToPath(import.meta.url)), '../../../../..');
@@ -61,13 +61,6 @@ function sectionLines(heading: string): ShellLine[] {
   return lines;
 }
 
-/** The parent's environment without router and service variables, plus `extra`. */
-function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('DYN_') && !k.startsWith('SELECT_SERVICE_')) env[k] = v;
-  return { ...env, ...extra };
-}
-
 interface Served { port: number; output(): string; stop(): Promise<void> }
 
 /**
@@ -78,7 +71,7 @@ interface Served { port: number; output(): string; stop(): Promise<void> }
 function serve(t: TestContext, command: string): Promise<Served> {
   const child: ChildProcess = spawn('bash', ['-c', command], {
     cwd: root, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
-    env: cleanEnv({ SELECT_SERVICE_PORT: '0', SELECT_SERVICE_HOST: '127.0.0.1' }),
+    env: serviceFreeEnv({ SELECT_SERVICE_PORT: '0', SELECT_SERVICE_HOST: '127.0.0.1' }),
   });
   let out = '';
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -158,7 +151,7 @@ test('the README quick start works as written: start without engines, then every
   const base = `127.0.0.1:${service.port}`;
   const script = ['set -euo pipefail', 'curl() { command curl --fail-with-body --max-time 30 "$@"; }'];
   calls.forEach((l, i) => script.push(`printf '\\n@@%d\\n' ${i}`, l.text.replaceAll('localhost:8092', base)));
-  const r = await runProcess('bash', ['-c', script.join('\n')], root, 120_000, cleanEnv());
+  const r = await runProcess('bash', ['-c', script.join('\n')], root, 120_000, serviceFreeEnv());
   assert.equal(r.code, 0, `the quick start's commands all succeed:\n${r.stdout}\n${r.stderr}`);
   const outputs = new Map<number, string>();
   for (const part of r.stdout.split(/\n@@/).slice(1)) {
@@ -199,7 +192,7 @@ test('the README\'s start command and its "from a clone" commands run', { timeou
   for (const line of sectionLines('Running it from a clone')) {
     const cmd = line.text.replace(/\s#\s.*$/, '');
     if (/--help|simulate/.test(cmd)) {
-      const r = await runProcess('bash', ['-c', cmd], root, 120_000, cleanEnv());
+      const r = await runProcess('bash', ['-c', cmd], root, 120_000, serviceFreeEnv());
       assert.equal(r.code, 0, `${cmd}:\n${r.stderr}`);
       assert.ok(r.stdout.length > 100, `${cmd} prints its answer`);
     } else {

@@ -13,6 +13,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawn } from 'node:child_process';
 import { listenProblem } from '../../../src/server.js';
+import { serviceFreeEnv } from '../../support/run-process.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../../../../..');
 const CLI = join(root, 'build/dist/src/cli.js');
@@ -21,11 +22,9 @@ interface Run { code: number | null; stdout: string; stderr: string }
 
 /** Runs the CLI to its end (killed after 30 s); `uid` runs it as another user. */
 function runCli(args: string[], uid?: number): Promise<Run> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('DYN_') && !k.startsWith('SELECT_SERVICE_')) env[k] = v;
   return new Promise((resolve, reject) => {
     const c = spawn(process.execPath, [CLI, ...args], {
-      env: { ...env, DYN_ROUTER_USE_KV_EVENTS: 'false' }, ...(uid === undefined ? {} : { uid, gid: uid }),
+      env: serviceFreeEnv({ DYN_ROUTER_USE_KV_EVENTS: 'false' }), ...(uid === undefined ? {} : { uid, gid: uid }),
     });
     let stdout = '', stderr = '';
     const timer = setTimeout(() => c.kill('SIGKILL'), 30_000);

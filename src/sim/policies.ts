@@ -2,9 +2,10 @@
  * The routing policies a simulation compares, and how each becomes a SelectionCore setup.
  *
  * `kv` is the core's built-in default selector (Dynamo `lib/kv-router/src/scheduling/selector/default.rs`), tuned through the router
- * configuration (`overlap_score_credit`, `prefill_load_scale`, `router_temperature`); `ttft` is
- * the core's time-to-first-token policy (`--routing-policy ttft`, select/ttft.ts) with its
- * parameters (`prior_tokens_per_sec`, `decode_weight`, ...). Every other
+ * configuration (`overlap_score_credit`, `prefill_load_scale`, `router_temperature`); every other
+ * named routing policy of the core (`ttft`, the peers' routers: `--routing-policy NAME`,
+ * select/routing-policy.ts) runs exactly as the service runs it, with its own parameters
+ * (`ttft:backlog_weight=30`). Every other
  * policy goes through the one custom-policy mechanism of the core (Dynamo `lib/kv-router/src/services/selection/service.rs`: filters → scorers →
  * picker, registered by type name and chosen with `DYN_ROUTER_WORKER_SELECTION_POLICY`): round
  * robin and random are pickers, least loaded and a user-written scorer are scorers. Session
@@ -17,10 +18,12 @@ import { PolicyRegistry, WorkerInputs, type PolicyFactory, type WorkerPicker, ty
 import { pickByCost } from '../core/select/selector.js';
 import type { SessionAffinityConfig } from '../core/options.js';
 import { EXAMPLE_SCORER, compileScorer } from './custom-scorer.js';
-import { TTFT_DEFAULTS, ttftParams } from '../core/select/routing-policy.js';
+import { ROUTING_POLICIES, isRoutingPolicy, policyParams } from '../core/select/routing-policy.js';
 
-/** Policy kinds. */
-export const POLICY_KINDS = ['kv', 'ttft', 'round_robin', 'random', 'least_loaded', 'session_affinity', 'custom'] as const;
+/** The simulator's own policies (the core's named routing policies are the others). */
+const SIM_KINDS = ['round_robin', 'random', 'least_loaded', 'session_affinity', 'custom'] as const;
+/** Policy kinds: every named routing policy of the core, then the simulator's baselines. */
+export const POLICY_KINDS = Object.freeze([...ROUTING_POLICIES, ...SIM_KINDS]);
 export type PolicyKind = (typeof POLICY_KINDS)[number];
 
 /** One policy of a comparison. */
@@ -35,7 +38,8 @@ export interface PolicySpec {
 /** Default cost knobs every kv-based policy starts from (CLI flags / page fields set them). */
 export interface CostKnobs { overlapScoreCredit: number; prefillLoadScale: number; routerTemperature: number }
 
-const PARAM_NAMES = new Set(['overlap_score_credit', 'prefill_load_scale', 'router_temperature', 'ttl_secs', 'soft', ...Object.keys(TTFT_DEFAULTS)]);
+/** Parameters of `kv` and the simulator's kv-based policies (named policies have their own tables). */
+const PARAM_NAMES = new Set(['overlap_score_credit', 'prefill_load_scale', 'router_temperature', 'ttl_secs', 'soft']);
 
 /** Parse `kv,round_robin,kv:overlap_score_credit=0.5`; throws an Error naming a bad entry. */
 export function parsePolicies(list: string): PolicySpec[] {
@@ -55,6 +59,12 @@ function parsePolicy(text: string): PolicySpec {
     throw new Error(`unknown policy "${kind}" (known: ${POLICY_KINDS.join(', ')})`);
   }
   const params: Record<string, number> = {};
+  // a named routing policy other than kv: its own parameter table, as --routing-policy parses it
+  if (kind !== 'kv' && isRoutingPolicy(kind)) {
+    const given = Object.fromEntries(kvs.map((kv) => { const [k, v] = kv.split('='); return [k, v === undefined || v === '' ? NaN : Number(v)]; }));
+    try { policyParams(kind, given); } catch (err) { throw new Error(`policy "${text}": ${(err as Error).message}`); }
+    return { label: text, kind, params: given };
+  }
   for (const kv of kvs) {
     const [k, v] = kv.split('=');
     const n = Number(v);
@@ -91,10 +101,9 @@ export function policySetup(spec: PolicySpec, o: SetupOptions): PolicySetup {
     routerTemperature: p.router_temperature ?? o.knobs.routerTemperature,
   };
   if (spec.kind === 'kv') return { overrides: { ...knobs } };
-  // the core's own ttft policy (--routing-policy ttft), its parameters in the same syntax
-  if (spec.kind === 'ttft') {
-    const params = ttftParams(Object.fromEntries(Object.entries(p).filter(([k]) => k in TTFT_DEFAULTS)));
-    return { overrides: { routingPolicy: ['ttft', ...Object.entries(spec.params).filter(([k]) => k in params).map(([k, v]) => `${k}=${v}`)].join(':') } };
+  // the core's named policies (--routing-policy NAME), their parameters in the same syntax
+  if (isRoutingPolicy(spec.kind)) {
+    return { overrides: { routingPolicy: [spec.kind, ...Object.entries(p).map(([k, v]) => `${k}=${v}`)].join(':') } };
   }
   // the default cost routed through the core's own binding tables: `ttl_secs` (default 300),
   // `soft=1` for soft mode; sessions are the trace's conversations

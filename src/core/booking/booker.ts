@@ -74,6 +74,7 @@ export class Booker {
     // approximate / predicted indexing records bookings with routing hashes (never hash-only ones)
     const locals = c.prompt.locals;
     if (locals && locals.length > 0) c.part.recorder()?.record(w, c.dpRank, locals);
+    c.part.policy?.onBooked?.({ workerId: w, dpRank: c.dpRank, prefixWords: c.prompt.seqWords, promptTokens: c.prompt.isl });
     this.s.hooks.onLifecycle?.({
       modelName: c.part.modelName, routingGroup: c.part.routingGroup, blockSize: c.part.blockSize, requestId: id,
       workerId: w, dpRank: c.dpRank, loraName: loraName ?? null, kind: 'add', seq: c.prompt.seq, trackPrefillTokens: track,

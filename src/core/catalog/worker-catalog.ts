@@ -25,7 +25,7 @@ import type { IndexFeed } from '../index/feed.js';
 import { policyConfigQueues, resolveProfile, type RouterPolicyConfig } from '../select/policy-config.js';
 import type { PolicyRegistry, WorkerSelectionPolicy } from '../select/policy.js';
 import { parseRoutingPolicy } from '../select/routing-policy.js';
-import { createTtftPolicy } from '../select/ttft.js';
+import { createRoutingPolicy } from '../select/named-policies.js';
 import type { PrefillRates } from '../load/prefill-rate.js';
 import { AdmissionQueue, type Waiter } from '../select/queue.js';
 import { SessionAffinityTable } from '../booking/affinity.js';
@@ -377,6 +377,7 @@ export abstract class WorkerCatalog {
 
   private dropRank(part: Partition, workerId: bigint, dpRank: number, change: WorkerChange): void {
     this.dropBookings(part, workerId, dpRank, change);
+    part.policy?.onRankRemoved?.(workerId, dpRank);
     if (!this.fedByEvents) part.index.removeRank(workerId, dpRank); // else the feed drops retired ranks
     part.approx?.removeRank(workerId, dpRank);
     part.predicted?.removeRank(workerId, dpRank);
@@ -391,7 +392,9 @@ export abstract class WorkerCatalog {
     const routing = parseRoutingPolicy(cfg.routingPolicy ?? 'kv');
     const policy: WorkerSelectionPolicy | null = name && name !== 'default' && this.policies
       ? this.policies.create(name, { modelName, routingGroup, blockSize }, params)
-      : routing.kind === 'ttft' ? createTtftPolicy({ modelName, routingGroup, blockSize }, routing.params, { rates: (): PrefillRates => created.loads.prefillRates, heldBlocks: (w, r) => created.index.treeSize(w, r) }) : null;
+      : createRoutingPolicy(routing.kind, { modelName, routingGroup, blockSize }, routing.params, {
+        rates: (): PrefillRates => created.loads.prefillRates, heldBlocks: (w, r) => created.index.treeSize(w, r), clock: this.clock,
+      });
     const created = new Partition(key, {
       modelName, routingGroup, blockSize, isEagle, clock: this.clock, rng: this.rng,
       expirySecs: cfg.activeRequestExpirySecs, policy,

@@ -39,6 +39,13 @@ export interface WorkerSelectionContext {
   isPathPlanning(): boolean;
   modelName(): string;
   routingGroup(): string;
+  /**
+   * The prompt's chained block hashes (its tracking hashes, one per full block, root first) as
+   * (lo, hi) u32 word pairs: equal entries at position i mean an equal prefix of i + 1 blocks.
+   * Policies that keep their own prefix tree (the peers' routers) key it by these; no BigInt
+   * per block. Empty when the host gives none.
+   */
+  prefixWords(): Uint32Array;
 }
 
 /** One host-eligible `(worker, dp_rank)` as policies see it. */
@@ -75,10 +82,26 @@ export interface PickerRow { readonly candidate: CandidateView; cost(): number }
 export interface WorkerPicker extends Component {
   pick(ctx: WorkerSelectionContext, rows: readonly PickerRow[], rng: Rng): number;
 }
+/** A booking of a prompt on a rank, as {@link WorkerSelectionPolicy.onBooked} sees it. */
+export interface BookedPrompt {
+  readonly workerId: bigint;
+  readonly dpRank: number;
+  /** The prompt's chained block hashes as (lo, hi) u32 pairs (see `prefixWords`). */
+  readonly prefixWords: Uint32Array;
+  readonly promptTokens: number;
+}
 export interface WorkerSelectionPolicy {
   readonly filters: readonly WorkerFilter[];
   readonly scorers: readonly WorkerScorer[];
   readonly picker: WorkerPicker;
+  /**
+   * Called when a selection of this partition is booked (select_and_reserve, or an explicit
+   * reservation): a routing decision the policy may remember (the peers' routers insert the
+   * routed prompt into their prefix trees here). Query-only selections never call it.
+   */
+  onBooked?(booking: BookedPrompt): void;
+  /** Called when a worker rank leaves the partition (a policy drops what it keeps about it). */
+  onRankRemoved?(workerId: bigint, dpRank: number): void;
 }
 export interface PolicyPartition { modelName: string; routingGroup: string; blockSize: number }
 export type PolicyFactory = (partition: PolicyPartition, parameters: Readonly<Record<string, unknown>>) => WorkerSelectionPolicy;
@@ -285,7 +308,10 @@ export interface ContextValues {
   expectedOutputTokens?: number; priorityJump?: number; strictPriority?: number;
   routerOverride?: Readonly<Partial<EffectiveRouterValues>>; preferredTaints?: Readonly<Record<string, number>>;
   isPathPlanning?: boolean;
+  prefixWords?: Uint32Array;
 }
+
+const NO_WORDS = new Uint32Array(0);
 
 /** A context over plain values (hosts and tests). */
 export function selectionContext(v: ContextValues): WorkerSelectionContext {
@@ -307,5 +333,6 @@ export function selectionContext(v: ContextValues): WorkerSelectionContext {
     isPathPlanning: () => v.isPathPlanning ?? false,
     modelName: () => v.modelName,
     routingGroup: () => v.routingGroup,
+    prefixWords: () => v.prefixWords ?? NO_WORDS,
   };
 }

@@ -1,8 +1,10 @@
 /**
  * The routing policies the service offers by name (`--routing-policy`,
- * `SELECT_SERVICE_ROUTING_POLICY`): `kv`, Dynamo's cost function (the default), or `ttft`
- * (select/ttft.ts) with its parameters, `ttft:name=value:name=value`. No imports, so the
- * configuration schema can validate the name without depending on the policies.
+ * `SELECT_SERVICE_ROUTING_POLICY`) and their parameters: `kv`, Dynamo's cost function (the
+ * default), `ttft` (select/ttft.ts), and the policies of the routers users would otherwise run,
+ * implemented on the core (select/peers/). The syntax is `name` or `name:key=value:key=value`.
+ * No imports, so the configuration schema can validate a name without depending on the policies
+ * (select/named-policies.ts builds them).
  */
 
 /** Parameters of the `ttft` policy and their defaults. */
@@ -19,32 +21,63 @@ export const TTFT_DEFAULTS = Object.freeze({
 });
 export type TtftParams = { -readonly [K in keyof typeof TTFT_DEFAULTS]: number };
 
-/** Routing policies the service offers by name. */
-export const ROUTING_POLICIES = ['kv', 'ttft'] as const;
-export type RoutingPolicyKind = (typeof ROUTING_POLICIES)[number];
-
 /**
- * `kv` or `ttft[:name=value...]` (the flag / variable syntax). Throws an Error naming what is
- * wrong: an unknown policy, an unknown parameter, a value that is not a finite number >= 0
- * (`prior_tokens_per_sec` > 0).
+ * One named policy's parameters: defaults, and the rules beyond "a finite number >= 0" that some
+ * of them obey (`positive`: not 0; `fraction`: at most 1; `integer`).
  */
-export function parseRoutingPolicy(text: string): { kind: RoutingPolicyKind; params: TtftParams } {
-  const [kind, ...kvs] = text.trim().split(':');
-  if (!(ROUTING_POLICIES as readonly string[]).includes(kind)) throw new Error(`unknown routing policy "${kind}" (known: ${ROUTING_POLICIES.join(', ')})`);
-  if (kind === 'kv' && kvs.length > 0) throw new Error('routing policy kv takes no parameters here (use the DYN_ROUTER_* cost settings)');
-  return { kind: kind as RoutingPolicyKind, params: ttftParams(Object.fromEntries(kvs.map((kv) => { const [k, v] = kv.split('='); return [k, v === undefined ? NaN : Number(v)]; }))) };
+export interface PolicyParamTable {
+  readonly defaults: Readonly<Record<string, number>>;
+  readonly positive?: readonly string[];
+  readonly fraction?: readonly string[];
+  readonly integer?: readonly string[];
 }
 
-/** Parameters over the defaults; throws an Error naming an unknown or bad one. */
-export function ttftParams(given: Readonly<Record<string, unknown>>): TtftParams {
-  const p: TtftParams = { ...TTFT_DEFAULTS };
+/** Every named policy and its parameter table (`kv` takes its settings from `DYN_ROUTER_*`). */
+export const ROUTING_POLICY_PARAMS = Object.freeze({
+  kv: { defaults: {} },
+  ttft: { defaults: TTFT_DEFAULTS, positive: ['prior_tokens_per_sec'] },
+} satisfies Record<string, PolicyParamTable>);
+
+/** Routing policies the service offers by name. */
+export type RoutingPolicyKind = keyof typeof ROUTING_POLICY_PARAMS;
+export const ROUTING_POLICIES = Object.freeze(Object.keys(ROUTING_POLICY_PARAMS)) as readonly RoutingPolicyKind[];
+
+/** Whether `name` names a routing policy. */
+export const isRoutingPolicy = (name: string): name is RoutingPolicyKind => Object.hasOwn(ROUTING_POLICY_PARAMS, name);
+
+/**
+ * `kind[:name=value...]` (the flag / variable syntax). Throws an Error naming what is wrong: an
+ * unknown policy, an unknown parameter, a value that is not a finite number >= 0 (or breaks its
+ * parameter's rule).
+ */
+export function parseRoutingPolicy(text: string): { kind: RoutingPolicyKind; params: Record<string, number> } {
+  const [kind, ...kvs] = text.trim().split(':');
+  if (!isRoutingPolicy(kind)) throw new Error(`unknown routing policy "${kind}" (known: ${ROUTING_POLICIES.join(', ')})`);
+  if (kind === 'kv' && kvs.length > 0) throw new Error('routing policy kv takes no parameters here (use the DYN_ROUTER_* cost settings)');
+  const given = Object.fromEntries(kvs.map((kv) => { const [k, v] = kv.split('='); return [k, v === undefined || v === '' ? NaN : Number(v)]; }));
+  return { kind, params: policyParams(kind, given) };
+}
+
+/** `given` over `kind`'s defaults; throws an Error naming an unknown or bad parameter. */
+export function policyParams(kind: RoutingPolicyKind, given: Readonly<Record<string, unknown>>): Record<string, number> {
+  const t: PolicyParamTable = ROUTING_POLICY_PARAMS[kind];
+  const p: Record<string, number> = { ...t.defaults };
   for (const [k, v] of Object.entries(given)) {
-    if (!(k in TTFT_DEFAULTS)) throw new Error(`ttft: unknown parameter "${k}" (known: ${Object.keys(TTFT_DEFAULTS).join(', ')})`);
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || (k === 'prior_tokens_per_sec' && v === 0)) {
-      throw new Error(`ttft: parameter "${k}" must be a finite number >= 0${k === 'prior_tokens_per_sec' ? ', not 0' : ''} (got ${String(v)})`);
+    if (!Object.hasOwn(t.defaults, k)) {
+      const known = Object.keys(t.defaults);
+      throw new Error(`${kind}: unknown parameter "${k}" (known: ${known.length > 0 ? known.join(', ') : 'none'})`);
     }
-    p[k as keyof TtftParams] = v;
+    const positive = t.positive?.includes(k) ?? false, fraction = t.fraction?.includes(k) ?? false, integer = t.integer?.includes(k) ?? false;
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || (positive && v === 0) || (fraction && v > 1) || (integer && !Number.isInteger(v))) {
+      const rule = `${integer ? 'an integer' : 'a finite number'} ${fraction ? 'in [0, 1]' : '>= 0'}${positive ? ', not 0' : ''}`;
+      throw new Error(`${kind}: parameter "${k}" must be ${rule} (got ${String(v)})`);
+    }
+    p[k] = v;
   }
   return p;
 }
 
+/** The `ttft` parameters over its defaults; throws an Error naming an unknown or bad one. */
+export function ttftParams(given: Readonly<Record<string, unknown>>): TtftParams {
+  return policyParams('ttft', given) as TtftParams;
+}

@@ -305,6 +305,7 @@ export class Scheduler {
       affinityTarget: req.affinity_target ? { workerId: req.affinity_target.worker_id, dpRank: req.affinity_target.dp_rank } : undefined,
       expectedOutputTokens: req.expected_output_tokens, priorityJump: req.priority_jump, strictPriority: req.strict_priority,
       routerOverride: req.router_config_override ?? {}, preferredTaints: req.routing_constraints.preferred_taints,
+      prefixWords: prompt.seqWords,
     });
   }
 

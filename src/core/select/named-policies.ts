@@ -1,0 +1,29 @@
+/**
+ * The named routing policies (`--routing-policy NAME[:key=value...]`) as policy instances of one
+ * partition. `kv` is the core's built-in dense cost path and has no instance here (null); every
+ * other name is a {@link WorkerSelectionPolicy} built from what the partition offers it.
+ */
+import type { Clock } from '../random.js';
+import type { PrefillRates } from '../load/prefill-rate.js';
+import type { PolicyPartition, WorkerSelectionPolicy } from './policy.js';
+import type { RoutingPolicyKind } from './routing-policy.js';
+import { createTtftPolicy } from './ttft.js';
+
+/** What a named policy may read of its partition. */
+export interface RoutingInputs {
+  /** The partition's learned prefill rates. */
+  rates(): PrefillRates;
+  /** KV blocks a rank holds on device, as the KV index sees them. */
+  heldBlocks(workerId: bigint, dpRank: number): number;
+  /** The core's clock (time-based eviction of a policy's own state). */
+  readonly clock: Clock;
+}
+
+/** The policy instance of `kind` for one partition, or null for `kv` (the built-in cost). */
+export function createRoutingPolicy(kind: RoutingPolicyKind, partition: PolicyPartition, params: Readonly<Record<string, number>>,
+  inputs: RoutingInputs): WorkerSelectionPolicy | null {
+  switch (kind) {
+    case 'kv': return null;
+    case 'ttft': return createTtftPolicy(partition, params, inputs);
+  }
+}

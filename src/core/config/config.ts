@@ -68,7 +68,7 @@ export interface RouterConfig {
   readonly overlapRefreshAfterSecs: number;
   /** `DYN_ROUTER_WORKER_SELECTION_POLICY` (trimmed; `default` = built-in selector). */
   readonly workerSelectionPolicy: string | null;
-  /** `SELECT_SERVICE_ROUTING_POLICY`: `kv` (null, the default) or `ttft[:name=value...]` (select/routing-policy.ts). */
+  /** `SELECT_SERVICE_ROUTING_POLICY`: `kv` (null, the default), `ttft` or `sglang_cache_aware`, with `[:name=value...]` (select/routing-policy.ts). */
   readonly routingPolicy: string | null;
 }
 

@@ -30,12 +30,20 @@ export interface PolicyParamTable {
   readonly positive?: readonly string[];
   readonly fraction?: readonly string[];
   readonly integer?: readonly string[];
+  /** Lower bounds above 0 (the peer rejects values below them). */
+  readonly min?: Readonly<Record<string, number>>;
 }
 
 /** Every named policy and its parameter table (`kv` takes its settings from `DYN_ROUTER_*`). */
 export const ROUTING_POLICY_PARAMS = Object.freeze({
   kv: { defaults: {} },
   ttft: { defaults: TTFT_DEFAULTS, positive: ['prior_tokens_per_sec'] },
+  // SGLang's router (select/peers/sglang-cache-aware.ts): smg model_gateway/src/main.rs 193-225, validation.rs 484-513
+  sglang_cache_aware: {
+    defaults: { cache_threshold: 0.3, balance_abs_threshold: 64, balance_rel_threshold: 1.5, eviction_interval_secs: 120, max_tree_size: 2 ** 26 },
+    fraction: ['cache_threshold'], positive: ['eviction_interval_secs', 'max_tree_size'],
+    integer: ['balance_abs_threshold', 'eviction_interval_secs', 'max_tree_size'], min: { balance_rel_threshold: 1 },
+  },
 } satisfies Record<string, PolicyParamTable>);
 
 /** Routing policies the service offers by name. */
@@ -68,8 +76,9 @@ export function policyParams(kind: RoutingPolicyKind, given: Readonly<Record<str
       throw new Error(`${kind}: unknown parameter "${k}" (known: ${known.length > 0 ? known.join(', ') : 'none'})`);
     }
     const positive = t.positive?.includes(k) ?? false, fraction = t.fraction?.includes(k) ?? false, integer = t.integer?.includes(k) ?? false;
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || (positive && v === 0) || (fraction && v > 1) || (integer && !Number.isInteger(v))) {
-      const rule = `${integer ? 'an integer' : 'a finite number'} ${fraction ? 'in [0, 1]' : '>= 0'}${positive ? ', not 0' : ''}`;
+    const min = t.min?.[k] ?? 0;
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < min || (positive && v === 0) || (fraction && v > 1) || (integer && !Number.isInteger(v))) {
+      const rule = `${integer ? 'an integer' : 'a finite number'} ${fraction ? 'in [0, 1]' : `>= ${min}`}${positive ? ', not 0' : ''}`;
       throw new Error(`${kind}: parameter "${k}" must be ${rule} (got ${String(v)})`);
     }
     p[k] = v;

@@ -5,6 +5,7 @@
  */
 import type { Clock } from '../random.js';
 import type { PrefillRates } from '../load/prefill-rate.js';
+import type { TtftModel } from '../load/ttft-model.js';
 import type { PolicyPartition, WorkerSelectionPolicy } from './policy.js';
 import type { RoutingPolicyKind } from './routing-policy.js';
 import { createTtftPolicy } from './ttft.js';
@@ -13,6 +14,8 @@ import { createTtftPolicy } from './ttft.js';
 export interface RoutingInputs {
   /** The partition's learned prefill rates. */
   rates(): PrefillRates;
+  /** The partition's learned time-to-first-token model. */
+  model(): TtftModel;
   /** KV blocks a rank holds on device, as the KV index sees them. */
   heldBlocks(workerId: bigint, dpRank: number): number;
   /** The core's clock (time-based eviction of a policy's own state). */

@@ -69,6 +69,18 @@ export interface CandidateView {
   decodeCostBlocks(): number;
   activeRequests(): number;
   totalKvBlocks(): number | null;
+  /** The rank's `max_num_batched_tokens` from its record (null: not registered). */
+  maxNumBatchedTokens(): number | null;
+  /** The rank's `max_num_seqs` from its record (null: not registered). */
+  maxNumSeqs(): number | null;
+  /** The fraction of the last ~10 s during which a booking on the rank waited for its first token. */
+  busyFraction(): number;
+  /** Live bookings on the rank still waiting for their first token (`prefill_complete`). */
+  waitingRequests(): number;
+  /** Context tokens (prompt + output so far) the rank's live bookings hold, not deduplicated. */
+  contextTokens(): number;
+  /** The prompt's leading blocks already held by live bookings on the rank (computed or being computed there). */
+  activeOverlapBlocks(): number;
 }
 
 interface Component { requiredWorkerInputs?(): number }
@@ -129,6 +141,12 @@ export class CandidateRowView implements CandidateView {
   decodeCostBlocks() { return this.row.hasLoad ? this.row.potentialDecodeBlocks : 0; }
   activeRequests() { return this.row.hasLoad ? this.row.activeRequests : 0; }
   totalKvBlocks() { return this.row.totalKvBlocks; }
+  maxNumBatchedTokens() { return this.row.maxNumBatchedTokens; }
+  maxNumSeqs() { return this.row.maxNumSeqs ?? null; }
+  busyFraction() { return this.row.hasLoad ? this.row.busyFraction ?? 0 : 0; }
+  waitingRequests() { return this.row.hasLoad ? this.row.waitingRequests ?? 0 : 0; }
+  contextTokens() { return this.row.hasLoad ? this.row.contextTokens ?? 0 : 0; }
+  activeOverlapBlocks() { return this.row.hasLoad ? this.row.activeOverlapBlocks ?? 0 : 0; }
 }
 
 /** A selector row from any view (the row itself for a {@link CandidateRowView}). */
@@ -140,7 +158,9 @@ export function candidateRow(v: CandidateView): Candidate {
     deviceBlocks: v.deviceOverlapBlocks(), hostExtBlocks: v.hostOverlapBlocks(), diskExtBlocks: v.diskOverlapBlocks(),
     sharedBeyondDeviceBlocks: v.sharedHits(), cachedTokens: v.accountingCacheEstimate(),
     hasLoad: v.isAvailable(), activePrefillTokens: v.activePrefillTokens(), potentialDecodeBlocks: v.decodeCostBlocks(),
-    activeRequests: v.activeRequests(), totalKvBlocks: v.totalKvBlocks(), maxNumBatchedTokens: null,
+    activeRequests: v.activeRequests(), totalKvBlocks: v.totalKvBlocks(), maxNumBatchedTokens: v.maxNumBatchedTokens(),
+    waitingRequests: v.waitingRequests(), contextTokens: v.contextTokens(), activeOverlapBlocks: v.activeOverlapBlocks(),
+    maxNumSeqs: v.maxNumSeqs(), busyFraction: v.busyFraction(),
   };
 }
 

@@ -7,17 +7,11 @@
  * (select/named-policies.ts builds them).
  */
 
-/** Parameters of the `ttft` policy and their defaults. */
+/** Parameters of the `ttft` policy and their defaults (select/ttft.ts says what each weighs). */
 export const TTFT_DEFAULTS = Object.freeze({
-  prior_tokens_per_sec: 10_000,
-  prior_weight_tokens: 50_000,
-  decode_weight: 1,
-  memory_weight: 1,
-  memory_threshold: 0.9,
-  backlog_weight: 60,
-  session_weight: 0.25,
+  delay_weight: 1,
   evict_weight: 0.5,
-  tie_tolerance: 0.05,
+  tie_tolerance: 0,
 });
 export type TtftParams = { -readonly [K in keyof typeof TTFT_DEFAULTS]: number };
 
@@ -35,7 +29,7 @@ export interface PolicyParamTable {
 /** Every named policy and its parameter table (`kv` takes its settings from `DYN_ROUTER_*`). */
 export const ROUTING_POLICY_PARAMS = Object.freeze({
   kv: { defaults: {} },
-  ttft: { defaults: TTFT_DEFAULTS, positive: ['prior_tokens_per_sec'] },
+  ttft: { defaults: TTFT_DEFAULTS },
 } satisfies Record<string, PolicyParamTable>);
 
 /** Routing policies the service offers by name. */

@@ -171,11 +171,12 @@ test('candidate views: row adapter, conversion of a foreign view, declared input
     worker: () => ({ workerId: 9n, dpRank: 1, taints: ['t'] }), deviceOverlapBlocks: () => 1, hostOverlapBlocks: () => 2,
     diskOverlapBlocks: () => 3, accountingCacheEstimate: () => 40, hasTierMatches: () => true, sharedHits: () => 4,
     isAvailable: () => true, activePrefillTokens: () => 5, decodeCostBlocks: () => 6, activeRequests: () => 7, totalKvBlocks: () => 100,
+    maxNumBatchedTokens: () => null, waitingRequests: () => 2, contextTokens: () => 900, activeOverlapBlocks: () => 3, maxNumSeqs: () => 64, busyFraction: () => 0.25,
   };
   assert.deepEqual(candidateRow(foreign), {
     workerId: 9n, dpRank: 1, taints: ['t'], deviceBlocks: 1, hostExtBlocks: 2, diskExtBlocks: 3, sharedBeyondDeviceBlocks: 4,
     cachedTokens: 40, hasLoad: true, activePrefillTokens: 5, potentialDecodeBlocks: 6, activeRequests: 7, totalKvBlocks: 100,
-    maxNumBatchedTokens: null,
+    maxNumBatchedTokens: null, waitingRequests: 2, contextTokens: 900, activeOverlapBlocks: 3, maxNumSeqs: 64, busyFraction: 0.25,
   });
   const all = WorkerInputs.CACHE | WorkerInputs.LOAD | WorkerInputs.PREFERRED_TAINT;
   assert.equal(policyInputs(defaultPolicyFactory(PART, {})), all);

@@ -53,6 +53,8 @@ interface Booking {
   nBlocks: number;
   prefillTokens: number;
   prefillDone: boolean;
+  /** Until `prefill_complete` is first reported (counted in the row's `pending`). */
+  awaitingPrefill: boolean;
   /** The prompt tokens the rank had not cached (booked or not), until the first prefill completion reports them. */
   uncachedTokens: number;
   readonly admittedAt: number;
@@ -79,6 +81,12 @@ export class ActiveLoads {
   prefill: Float64Array = new Float64Array(0);
   /** Per row: live bookings. */
   requests: Int32Array = new Int32Array(0);
+  /**
+   * Per row: live bookings whose `prefill_complete` has not been reported yet (queued at the
+   * engine or in their prefill), whatever their prefill tokens: the `llmd` policy's stand-in for
+   * the engine's waiting queue (select/peers/llmd.ts).
+   */
+  pending: Int32Array = new Int32Array(0);
   /** Per row: bumped each time the row is given to a rank. */
   gen: Uint32Array = new Uint32Array(0);
   /** Bumped whenever a rank is added or removed. */
@@ -109,6 +117,7 @@ export class ActiveLoads {
     this.rowRequests[row] = new Map();
     this.prefill[row] = 0;
     this.requests[row] = 0;
+    this.pending[row] = 0;
     this.gen[row]++;
     this.blocks.resetRow(row);
     this.rows.set(k, row);
@@ -119,12 +128,14 @@ export class ActiveLoads {
     if (rows <= this.cap) return;
     let cap = Math.max(16, this.cap);
     while (cap < rows) cap *= 2;
-    const p = new Float64Array(cap), r = new Int32Array(cap), g = new Uint32Array(cap);
+    const p = new Float64Array(cap), r = new Int32Array(cap), q = new Int32Array(cap), g = new Uint32Array(cap);
     p.set(this.prefill);
     r.set(this.requests);
+    q.set(this.pending);
     g.set(this.gen);
     this.prefill = p;
     this.requests = r;
+    this.pending = q;
     this.gen = g;
     this.cap = cap;
     this.blocks.ensureRows(cap);
@@ -145,6 +156,7 @@ export class ActiveLoads {
     this.rowRequests[row] = null;
     this.prefill[row] = 0;
     this.requests[row] = 0;
+    this.pending[row] = 0;
     this.rows.delete(k);
     this.freeRows.push(row);
     this.epoch++;
@@ -195,12 +207,13 @@ export class ActiveLoads {
     for (let i = 0; i < n; i++) blocks.inc(words[2 * i], words[2 * i + 1], row);
     const prefill = input.trackPrefillTokens && input.prefillTokens > 0 ? input.prefillTokens : 0;
     const b: Booking = {
-      id, row, words, nBlocks: n, prefillTokens: prefill, prefillDone: prefill === 0, uncachedTokens: Math.max(input.prefillTokens, 0),
+      id, row, words, nBlocks: n, prefillTokens: prefill, prefillDone: prefill === 0, awaitingPrefill: true, uncachedTokens: Math.max(input.prefillTokens, 0),
       admittedAt: this.o.clock.now(), expectedOutputTokens: input.expectedOutputTokens, loraName: input.loraName,
     };
     this.prefill[row] += prefill;
     (this.rowRequests[row] as Map<string, Booking>).set(id, b);
     this.requests[row]++;
+    this.pending[row]++;
     this.byId.set(id, b);
     return true;
   }
@@ -217,6 +230,10 @@ export class ActiveLoads {
       this.prefill[b.row] -= b.prefillTokens;
       b.prefillDone = true;
       this.prefillRates.observe(this.rowKey[b.row], b.prefillTokens, b.admittedAt, this.o.clock.now());
+    }
+    if (b.awaitingPrefill) {
+      b.awaitingPrefill = false;
+      this.pending[b.row]--;
     }
     const uncachedTokens = b.uncachedTokens;
     b.uncachedTokens = 0;
@@ -257,6 +274,7 @@ export class ActiveLoads {
     if (!b) return false;
     const row = b.row;
     if (!b.prefillDone) this.prefill[row] -= b.prefillTokens;
+    if (b.awaitingPrefill) this.pending[row]--;
     const blocks = this.blocks;
     for (let i = 0; i < b.nBlocks; i++) blocks.dec(b.words[2 * i], b.words[2 * i + 1], row);
     (this.rowRequests[row] as Map<string, Booking>).delete(id);

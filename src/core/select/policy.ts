@@ -68,6 +68,11 @@ export interface CandidateView {
   activePrefillTokens(): number;
   decodeCostBlocks(): number;
   activeRequests(): number;
+  /**
+   * Booked requests whose `prefill_complete` has not been reported yet: queued at the engine or
+   * in their prefill (the closest the service sees to an engine's waiting queue).
+   */
+  prefillPendingRequests(): number;
   totalKvBlocks(): number | null;
 }
 
@@ -128,6 +133,7 @@ export class CandidateRowView implements CandidateView {
   activePrefillTokens() { return this.row.hasLoad ? this.row.activePrefillTokens : 0; }
   decodeCostBlocks() { return this.row.hasLoad ? this.row.potentialDecodeBlocks : 0; }
   activeRequests() { return this.row.hasLoad ? this.row.activeRequests : 0; }
+  prefillPendingRequests() { return this.row.hasLoad ? this.row.prefillPendingRequests : 0; }
   totalKvBlocks() { return this.row.totalKvBlocks; }
 }
 
@@ -140,7 +146,7 @@ export function candidateRow(v: CandidateView): Candidate {
     deviceBlocks: v.deviceOverlapBlocks(), hostExtBlocks: v.hostOverlapBlocks(), diskExtBlocks: v.diskOverlapBlocks(),
     sharedBeyondDeviceBlocks: v.sharedHits(), cachedTokens: v.accountingCacheEstimate(),
     hasLoad: v.isAvailable(), activePrefillTokens: v.activePrefillTokens(), potentialDecodeBlocks: v.decodeCostBlocks(),
-    activeRequests: v.activeRequests(), totalKvBlocks: v.totalKvBlocks(), maxNumBatchedTokens: null,
+    activeRequests: v.activeRequests(), prefillPendingRequests: v.prefillPendingRequests(), totalKvBlocks: v.totalKvBlocks(), maxNumBatchedTokens: null,
   };
 }
 

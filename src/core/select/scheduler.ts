@@ -200,7 +200,7 @@ export class Scheduler {
       sharedBeyondDeviceBlocks: 0, cachedTokens: S.cached[row],
       hasLoad: true, activePrefillTokens: loads.prefill[row],
       potentialDecodeBlocks: loads.decodeOf(row) + Math.max(0, prompt.nBlocks - S.depth[row]),
-      activeRequests: loads.requests[row],
+      activeRequests: loads.requests[row], prefillPendingRequests: loads.pending[row],
       totalKvBlocks: w.total_kv_blocks ?? null, maxNumBatchedTokens: w.max_num_batched_tokens ?? null,
     };
   }

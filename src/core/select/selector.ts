@@ -32,6 +32,8 @@ export interface Candidate {
   activePrefillTokens: number;
   potentialDecodeBlocks: number;
   activeRequests: number;
+  /** Booked requests whose `prefill_complete` has not been reported yet (queued or in prefill). */
+  prefillPendingRequests: number;
   totalKvBlocks: number | null;
   maxNumBatchedTokens: number | null;
 }

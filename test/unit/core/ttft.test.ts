@@ -71,7 +71,7 @@ function cand(workerId: number, o: { cached?: number; queued?: number; held?: nu
     worker: () => ({ workerId: BigInt(workerId), dpRank: 0, taints: [] }),
     deviceOverlapBlocks: () => (o.cached ?? 0) / 16, hostOverlapBlocks: () => 0, diskOverlapBlocks: () => 0,
     accountingCacheEstimate: () => o.cached ?? 0, hasTierMatches: () => false, sharedHits: () => 0, isAvailable: () => true,
-    activePrefillTokens: () => o.queued ?? 0, decodeCostBlocks: () => o.held ?? 0, activeRequests: () => 0,
+    activePrefillTokens: () => o.queued ?? 0, decodeCostBlocks: () => o.held ?? 0, activeRequests: () => 0, prefillPendingRequests: () => 0,
     totalKvBlocks: () => (o.capacity === undefined ? 100 : o.capacity),
   };
 }

@@ -44,7 +44,7 @@
  * - K reads vLLM's `kv_cache_usage_perc` (blocks held by running requests over all blocks); here
  *   the blocks booked requests hold over `total_kv_blocks` (`decodeCostBlocks`, which includes
  *   this request's own new blocks: the same on every rank not already running its prefix).
- * - Metrics llm-d scrapes every few tens of milliseconds are exact here: the service's bookings.
+ * - Metrics llm-d scrapes (every 50 ms by default) are exact here: the service's bookings.
  * - The decode filter (keeps pods labelled decode / prefill-decode, or unlabelled) keeps every
  *   rank: the service's workers are aggregated. The tokenizer plugin is the client's token_ids.
  *   Speculative indexing (routed prompts entered in the index for 2 s) is the core's predicted

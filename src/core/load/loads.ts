@@ -94,8 +94,12 @@ export class ActiveLoads {
   prefill: Float64Array = new Float64Array(0);
   /** Per row: live bookings. */
   requests: Int32Array = new Int32Array(0);
-  /** Per row: live bookings whose prefill has not completed. */
-  waiting: Int32Array = new Int32Array(0);
+  /**
+   * Per row: live bookings whose `prefill_complete` has not been reported yet (queued at the
+   * engine or in their prefill), whatever their prefill tokens: the closest the service sees to
+   * an engine's waiting queue (the `llmd` policy's queue, the busy fraction of `ttft`).
+   */
+  pending: Int32Array = new Int32Array(0);
   /** Per row: the fraction of recent time some booking waited for its first token (decayed, see {@link busyFraction}). */
   private busyFrac: Float64Array = new Float64Array(0);
   /** Per row: when {@link busyFrac} was last brought up to date (ms). */
@@ -134,7 +138,7 @@ export class ActiveLoads {
     this.rowRequests[row] = new Map();
     this.prefill[row] = 0;
     this.requests[row] = 0;
-    this.waiting[row] = 0;
+    this.pending[row] = 0;
     this.context[row] = 0;
     this.busyFrac[row] = 0;
     this.busyAt[row] = this.o.clock.now();
@@ -152,7 +156,7 @@ export class ActiveLoads {
     p.set(this.prefill);
     r.set(this.requests);
     g.set(this.gen);
-    w.set(this.waiting);
+    w.set(this.pending);
     c.set(this.context);
     const bf = new Float64Array(cap), ba = new Float64Array(cap);
     bf.set(this.busyFrac);
@@ -162,7 +166,7 @@ export class ActiveLoads {
     this.prefill = p;
     this.requests = r;
     this.gen = g;
-    this.waiting = w;
+    this.pending = w;
     this.context = c;
     this.cap = cap;
     this.blocks.ensureRows(cap);
@@ -183,7 +187,7 @@ export class ActiveLoads {
     this.rowRequests[row] = null;
     this.prefill[row] = 0;
     this.requests[row] = 0;
-    this.waiting[row] = 0;
+    this.pending[row] = 0;
     this.context[row] = 0;
     this.rows.delete(k);
     this.freeRows.push(row);
@@ -249,7 +253,7 @@ export class ActiveLoads {
     (this.rowRequests[row] as Map<string, Booking>).set(id, b);
     this.requests[row]++;
     this.settleBusy(row, now);
-    this.waiting[row]++;
+    this.pending[row]++;
     this.context[row] += context;
     this.byId.set(id, b);
     return true;
@@ -271,7 +275,7 @@ export class ActiveLoads {
     }
     if (!b.firstToken) {
       this.settleBusy(b.row, now);
-      this.waiting[b.row]--;
+      this.pending[b.row]--;
       b.firstToken = true;
       this.ttftModel.observe(this.rowKey[b.row], b.state, (now - b.admittedAt) / 1000);
     }
@@ -316,7 +320,7 @@ export class ActiveLoads {
     if (!b) return false;
     const row = b.row;
     if (!b.prefillDone) this.prefill[row] -= b.prefillTokens;
-    if (!b.firstToken) { this.settleBusy(row, this.o.clock.now()); this.waiting[row]--; }
+    if (!b.firstToken) { this.settleBusy(row, this.o.clock.now()); this.pending[row]--; }
     this.context[row] -= b.contextTokens;
     this.ttftModel.observeOutput(b.contextTokens - b.islTokens);
     const blocks = this.blocks;
@@ -343,7 +347,7 @@ export class ActiveLoads {
    */
   busyFraction(row: number, now: number): number {
     const keep = Math.exp(-Math.max(0, now - this.busyAt[row]) / 1000 / BUSY_WINDOW_SECS);
-    return this.busyFrac[row] * keep + (this.waiting[row] > 0 ? 1 - keep : 0);
+    return this.busyFrac[row] * keep + (this.pending[row] > 0 ? 1 - keep : 0);
   }
 
   /** Brings a row's busy fraction up to `now`, before its waiting count changes. */

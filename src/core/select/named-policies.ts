@@ -9,6 +9,7 @@ import type { TtftModel } from '../load/ttft-model.js';
 import type { PolicyPartition, WorkerSelectionPolicy } from './policy.js';
 import type { RoutingPolicyKind } from './routing-policy.js';
 import { createTtftPolicy } from './ttft.js';
+import { createLlmdPolicy } from './peers/llmd.js';
 
 /** What a named policy may read of its partition. */
 export interface RoutingInputs {
@@ -28,5 +29,6 @@ export function createRoutingPolicy(kind: RoutingPolicyKind, partition: PolicyPa
   switch (kind) {
     case 'kv': return null;
     case 'ttft': return createTtftPolicy(partition, params, inputs);
+    case 'llmd': return createLlmdPolicy(params);
   }
 }

@@ -30,6 +30,12 @@ export interface PolicyParamTable {
 export const ROUTING_POLICY_PARAMS = Object.freeze({
   kv: { defaults: {} },
   ttft: { defaults: TTFT_DEFAULTS },
+  // llm-d's precise-prefix-cache-aware guide (select/peers/llmd.ts): its three scorer weights, the
+  // KV-cache backend weights of llm-d-kv-cache, and 1 for v0.8.0's min-max prefix normalisation
+  llmd: {
+    defaults: { prefix_weight: 2, kv_weight: 1, queue_weight: 1, cpu_weight: 0.8, disk_weight: 1, prefix_min_max: 0 },
+    fraction: ['cpu_weight', 'disk_weight', 'prefix_min_max'], integer: ['prefix_min_max'],
+  },
 } satisfies Record<string, PolicyParamTable>);
 
 /** Routing policies the service offers by name. */

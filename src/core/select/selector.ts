@@ -32,14 +32,14 @@ export interface Candidate {
   activePrefillTokens: number;
   potentialDecodeBlocks: number;
   activeRequests: number;
+  /** Booked requests whose `prefill_complete` has not been reported yet (queued or in prefill). */
+  prefillPendingRequests: number;
   totalKvBlocks: number | null;
   maxNumBatchedTokens: number | null;
   /** The fraction of recent time a booking on the rank waited for its first token (0 when absent). */
   busyFraction?: number;
   /** The rank's `max_num_seqs` (absent or null: not registered). */
   maxNumSeqs?: number | null;
-  /** Live bookings on the rank whose first token has not come (0 when absent). */
-  waitingRequests?: number;
   /** Context tokens the rank's live bookings hold, not deduplicated (0 when absent). */
   contextTokens?: number;
   /** Leading prompt blocks already held by the rank's live bookings (0 when absent). */

@@ -88,6 +88,8 @@ export class ActiveLoads {
   private rowRank: number[] = [];
   private rowKey: string[] = [];
   private rowRequests: (Map<string, Booking> | null)[] = [];
+  /** Per row: live bookings in admission order that may still await their first token (the front is pruned lazily). */
+  private rowPending: Booking[][] = [];
   private freeRows: number[] = [];
   private cap = 0;
   /** Per row: active prefill tokens. */
@@ -131,11 +133,13 @@ export class ActiveLoads {
       this.rowWorker.push(workerId);
       this.rowRank.push(dpRank);
       this.rowRequests.push(null);
+      this.rowPending.push([]);
     }
     this.rowKey[row] = k;
     this.rowWorker[row] = workerId;
     this.rowRank[row] = dpRank;
     this.rowRequests[row] = new Map();
+    this.rowPending[row] = [];
     this.prefill[row] = 0;
     this.requests[row] = 0;
     this.pending[row] = 0;
@@ -185,6 +189,7 @@ export class ActiveLoads {
     }
     this.blocks.resetRow(row);
     this.rowRequests[row] = null;
+    this.rowPending[row] = [];
     this.prefill[row] = 0;
     this.requests[row] = 0;
     this.pending[row] = 0;
@@ -242,15 +247,17 @@ export class ActiveLoads {
     const uncached = Math.max(input.prefillTokens, 0), context = Math.max(input.islTokens, 0);
     const now = this.o.clock.now();
     const state: RankState = {
-      prefillTokens: this.prefill[row] + uncached, requests: this.requests[row], contextTokens: this.context[row],
+      prefillTokens: uncached, requests: this.requests[row], contextTokens: this.context[row],
       stepTokens: input.stepTokens ?? 0, slots: input.slots ?? 0,
     };
+    state.prefillTokens += this.ttftModel.remainingPrefill(this.rowKey[row], this.prefill[row], this.pendingSecs(row, now), state);
     const b: Booking = {
       id, row, words, nBlocks: n, prefillTokens: prefill, prefillDone: prefill === 0, uncachedTokens: uncached, contextTokens: context, islTokens: context, state, firstToken: false,
       admittedAt: now, expectedOutputTokens: input.expectedOutputTokens, loraName: input.loraName,
     };
     this.prefill[row] += prefill;
     (this.rowRequests[row] as Map<string, Booking>).set(id, b);
+    this.rowPending[row].push(b);
     this.requests[row]++;
     this.settleBusy(row, now);
     this.pending[row]++;
@@ -338,6 +345,18 @@ export class ActiveLoads {
     for (const b of this.byId.values()) if (b.admittedAt < limit) out.push(b.id);
     for (const id of out) this.free(id);
     return out;
+  }
+
+  /**
+   * Seconds the oldest live booking on a row that awaits its first token has waited at `now` (0
+   * when none does): how long the rank has been working through the prefill now booked on it.
+   */
+  pendingSecs(row: number, now: number): number {
+    const q = this.rowPending[row];
+    let k = 0;
+    while (k < q.length && (q[k].firstToken || this.byId.get(q[k].id) !== q[k])) k++;
+    if (k > 0) q.splice(0, k); // each booking leaves the front once
+    return q.length > 0 ? Math.max(0, now - q[0].admittedAt) / 1000 : 0;
   }
 
   /**

@@ -111,6 +111,16 @@ export class TtftModel {
   }
 
   /**
+   * The prefill tokens still to compute of `booked` tokens booked on rank `key` whose oldest
+   * booking came `pendingSecs` ago: the rank has worked through them since, at its rate in state
+   * `s` (a booking's tokens count in full until its `prefill_complete`, though the engine is most
+   * of the way through a long prompt by then).
+   */
+  remainingPrefill(key: string, booked: number, pendingSecs: number, s: Readonly<RankState>): number {
+    return booked > 0 ? Math.max(0, booked - pendingSecs / this.secondsPerToken(key, s)) : 0;
+  }
+
+  /**
    * Seconds a request waits for a free slot on a rank already running `max_num_seqs` requests:
    * its place in that queue times the time a slot takes to free (a request's decode, the mean
    * output tokens in steps of the rank's current length, over the slots).

@@ -80,6 +80,8 @@ export interface CandidateView {
   maxNumSeqs(): number | null;
   /** The fraction of the last ~10 s during which a booking on the rank waited for its first token. */
   busyFraction(): number;
+  /** Seconds the rank's oldest booking awaiting its first token (`prefill_complete`) has waited (0: none awaits). */
+  pendingSeconds(): number;
   /** Context tokens (prompt + output so far) the rank's live bookings hold, not deduplicated. */
   contextTokens(): number;
   /** The prompt's leading blocks already held by live bookings on the rank (computed or being computed there). */
@@ -148,6 +150,7 @@ export class CandidateRowView implements CandidateView {
   maxNumBatchedTokens() { return this.row.maxNumBatchedTokens; }
   maxNumSeqs() { return this.row.maxNumSeqs ?? null; }
   busyFraction() { return this.row.hasLoad ? this.row.busyFraction ?? 0 : 0; }
+  pendingSeconds() { return this.row.hasLoad ? this.row.pendingSecs ?? 0 : 0; }
   contextTokens() { return this.row.hasLoad ? this.row.contextTokens ?? 0 : 0; }
   activeOverlapBlocks() { return this.row.hasLoad ? this.row.activeOverlapBlocks ?? 0 : 0; }
 }
@@ -163,7 +166,7 @@ export function candidateRow(v: CandidateView): Candidate {
     hasLoad: v.isAvailable(), activePrefillTokens: v.activePrefillTokens(), potentialDecodeBlocks: v.decodeCostBlocks(),
     activeRequests: v.activeRequests(), totalKvBlocks: v.totalKvBlocks(), maxNumBatchedTokens: v.maxNumBatchedTokens(),
     prefillPendingRequests: v.prefillPendingRequests(), contextTokens: v.contextTokens(), activeOverlapBlocks: v.activeOverlapBlocks(),
-    maxNumSeqs: v.maxNumSeqs(), busyFraction: v.busyFraction(),
+    maxNumSeqs: v.maxNumSeqs(), busyFraction: v.busyFraction(), pendingSecs: v.pendingSeconds(),
   };
 }
 

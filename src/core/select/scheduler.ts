@@ -204,6 +204,7 @@ export class Scheduler {
       totalKvBlocks: w.total_kv_blocks ?? null, maxNumBatchedTokens: w.max_num_batched_tokens ?? null,
       contextTokens: loads.context[row], activeOverlapBlocks: S.depth[row],
       maxNumSeqs: w.max_num_seqs ?? null, busyFraction: loads.busyFraction(row, this.s.clock.now()),
+      pendingSecs: loads.pendingSecs(row, this.s.clock.now()),
     };
   }
 

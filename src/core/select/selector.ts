@@ -36,6 +36,8 @@ export interface Candidate {
   prefillPendingRequests: number;
   totalKvBlocks: number | null;
   maxNumBatchedTokens: number | null;
+  /** Seconds the rank's oldest booking awaiting its first token has waited (0 when absent). */
+  pendingSecs?: number;
   /** The fraction of recent time a booking on the rank waited for its first token (0 when absent). */
   busyFraction?: number;
   /** The rank's `max_num_seqs` (absent or null: not registered). */

@@ -106,11 +106,12 @@ export function createTtftPolicy(partition: PolicyPartition, params: Readonly<Re
         const c = cands[i], w = c.worker(), key = rankKeyOf(w.workerId, w.dpRank);
         const cached = Math.max(c.accountingCacheEstimate(), c.activeOverlapBlocks() * bs);
         const uncached = Math.max(0, isl - cached);
-        state.prefillTokens = c.activePrefillTokens() + uncached;
+        state.prefillTokens = uncached;
         state.requests = c.activeRequests();
         state.contextTokens = c.contextTokens();
         state.stepTokens = c.maxNumBatchedTokens() ?? 0;
         state.slots = c.maxNumSeqs() ?? 0;
+        state.prefillTokens += model.remainingPrefill(key, c.activePrefillTokens(), c.pendingSeconds(), state);
         const ttft = model.predict(key, state), perToken = model.secondsPerToken(key, state);
         const work = uncached * perToken;
         // the requests that reach this rank before its queue next empties wait for this one's

@@ -171,12 +171,12 @@ test('candidate views: row adapter, conversion of a foreign view, declared input
     worker: () => ({ workerId: 9n, dpRank: 1, taints: ['t'] }), deviceOverlapBlocks: () => 1, hostOverlapBlocks: () => 2,
     diskOverlapBlocks: () => 3, accountingCacheEstimate: () => 40, hasTierMatches: () => true, sharedHits: () => 4,
     isAvailable: () => true, activePrefillTokens: () => 5, decodeCostBlocks: () => 6, activeRequests: () => 7, totalKvBlocks: () => 100,
-    prefillPendingRequests: () => 2, maxNumBatchedTokens: () => null, contextTokens: () => 900, activeOverlapBlocks: () => 3, maxNumSeqs: () => 64, busyFraction: () => 0.25,
+    prefillPendingRequests: () => 2, maxNumBatchedTokens: () => null, contextTokens: () => 900, activeOverlapBlocks: () => 3, maxNumSeqs: () => 64, busyFraction: () => 0.25, pendingSeconds: () => 0.5,
   };
   assert.deepEqual(candidateRow(foreign), {
     workerId: 9n, dpRank: 1, taints: ['t'], deviceBlocks: 1, hostExtBlocks: 2, diskExtBlocks: 3, sharedBeyondDeviceBlocks: 4,
     cachedTokens: 40, hasLoad: true, activePrefillTokens: 5, potentialDecodeBlocks: 6, activeRequests: 7, prefillPendingRequests: 2, totalKvBlocks: 100,
-    maxNumBatchedTokens: null, contextTokens: 900, activeOverlapBlocks: 3, maxNumSeqs: 64, busyFraction: 0.25,
+    maxNumBatchedTokens: null, contextTokens: 900, activeOverlapBlocks: 3, maxNumSeqs: 64, busyFraction: 0.25, pendingSecs: 0.5,
   });
   const all = WorkerInputs.CACHE | WorkerInputs.LOAD | WorkerInputs.PREFERRED_TAINT;
   assert.equal(policyInputs(defaultPolicyFactory(PART, {})), all);

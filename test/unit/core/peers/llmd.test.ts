@@ -26,7 +26,7 @@ function rank(workerId: number, o: Rank = {}): CandidateView {
     accountingCacheEstimate: () => 0, hasTierMatches: () => (o.host ?? 0) + (o.disk ?? 0) > 0, sharedHits: () => 0,
     isAvailable: () => true, activePrefillTokens: () => 0, decodeCostBlocks: () => o.held ?? 0, activeRequests: () => 0,
     prefillPendingRequests: () => o.pending ?? 0, totalKvBlocks: () => (o.capacity === undefined ? null : o.capacity),
-    maxNumBatchedTokens: () => null, maxNumSeqs: () => null, busyFraction: () => 0, contextTokens: () => 0, activeOverlapBlocks: () => 0,
+    maxNumBatchedTokens: () => null, maxNumSeqs: () => null, busyFraction: () => 0, pendingSeconds: () => 0, contextTokens: () => 0, activeOverlapBlocks: () => 0,
   };
 }
 

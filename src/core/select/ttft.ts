@@ -117,11 +117,11 @@ export function createTtftPolicy(partition: PolicyPartition, params: Readonly<Re
         // the requests that reach this rank before its queue next empties wait for this one's
         // work: those arriving while it waits, and after them the rest of the busy period
         // (1 / (1 - busy) times as long); those reaching it while it decodes see every step
-        // longer by what it adds, and if the rank is full, wait for one more slot
+        // longer by what it adds. (The slot it takes is not charged to others: wherever it goes
+        // it takes one for as long, and its own wait for a slot is in its predicted ttft.)
         const arrivals = p.delay_weight * rates.of(key, now), busy = Math.min(c.busyFraction(), MAX_BUSY);
         const life = osl * model.stepSeconds(key, state);
-        const full = state.slots > 0 && state.requests + 1 > state.slots ? life / state.slots : 0;
-        const delay = arrivals * ((work * ttft) / (1 - busy) + life * (model.addedStepSeconds(key, isl + osl / 2) + full));
+        const delay = arrivals * ((work * ttft) / (1 - busy) + life * model.addedStepSeconds(key, isl + osl / 2));
         const capacity = c.totalKvBlocks();
         const free = capacity && inputs.heldBlocks ? Math.max(0, capacity - inputs.heldBlocks(w.workerId, w.dpRank)) : Infinity;
         const evicted = Math.max(0, Math.ceil(uncached / bs) - free);

@@ -1,26 +1,36 @@
 /**
  * The `ttft` routing policy: each candidate rank's cost is its predicted time to first token
- * for this request, in seconds, plus what the placement costs the requests that come after:
+ * for this request, in seconds, plus the time the placement costs the requests that come after:
  *
  *   ttft    = the partition's learned TTFT model (load/ttft-model.ts) on the rank's state with
- *             this request added: prefill tokens booked ahead + this request's uncached tokens,
- *             requests running there and the context they hold, its step budget, its speed
+ *             this request added: the prefill still to do there (what remains of the booked
+ *             prefill, plus this request's uncached tokens), the context its running requests
+ *             hold, its step budget and speed, and the wait for a free slot past `max_num_seqs`
  *   work    = this request's uncached tokens x the rank's seconds per prefill token
- *   delay   = arrivals per rank per second x ttft x work: the requests that will reach the rank
- *             while this one waits and computes, each delayed by its work (first come first served)
- *   evict   = evict_weight x work of the cached blocks it evicts: its new blocks beyond the
- *             rank's free KV (capacity minus what the KV index holds there)
- *   preempt = blocks the rank's running requests and this one would hold beyond its capacity,
- *             recomputed when the engine preempts
+ *   delay   = delay_weight x the rank's arrivals per second x
+ *               (work x ttft / (1 - busy)        the requests that reach the rank while this one
+ *                                                waits and computes, and after them the rest of
+ *                                                the busy period, each wait for its work
+ *              + life x added step)             those reaching it while this one decodes see each
+ *                                                step longer by the context it adds
+ *   evict   = evict_weight x the recompute of the cached blocks it evicts: its new blocks beyond
+ *             the rank's free KV (capacity minus what the KV index holds there)
+ *   preempt = the recompute of the blocks the rank's requests and this one would hold beyond its
+ *             capacity (the engine preempts)
  *   cost    = ttft + delay + evict + preempt
  *
- * Uncached tokens count what the KV index holds on the rank and the prompt blocks live bookings
- * there already hold (a burst of one new prefix is computed once where its first request went).
+ * `busy` is the fraction of the last ~10 s during which a booking on the rank awaited its first
+ * token; `life` is this request's decode (its expected output tokens, or the partition's mean, in
+ * steps of the rank's current length). Uncached tokens count what the KV index holds on the rank
+ * and the prompt blocks live bookings there already hold (a burst of one new prefix is computed
+ * once, where its first request went).
+ *
  * Nothing here knows the engine: the model is fitted to the service's own bookings and their
- * `prefill_complete` calls, so it follows the engine's real step costs, decode interference and
+ * `prefill_complete` calls, so it follows the engine's step costs, decode interference and
  * heterogeneous ranks. At light load `delay` is small and the policy is greedy on time to first
- * token; as queues form it grows with them and saves the fleet's compute (cache hits), with no
- * weight to tune for the load. `evict` and `preempt` need `total_kv_blocks` in the worker record.
+ * token; as queues form it grows with them and saves the fleet's compute (cache hits) and the
+ * busiest ranks' steps, with no weight to tune for the load. `evict` and `preempt` need
+ * `total_kv_blocks` in the worker record, the slot wait `max_num_seqs`.
  *
  * Costs within `tie_tolerance` (relative) of the lowest count as equal; among them the rank this
  * policy sent a request to least recently wins (its cache's least recently used blocks are the

@@ -31,7 +31,7 @@ const USAGE = `usage: select-service simulate --trace FILE [options]
   --trace FILE              Mooncake JSONL trace (timestamp, input_length, output_length, hash_ids)
   --limit N                 only the first N requests (after --offset)
   --offset N                drop the first N requests; the rest start at time 0
-${wrapText(`comma-separated, default ${DEFAULT_POLICIES}; kinds: kv, ttft, round_robin, random, least_loaded, session_affinity, `
+${wrapText(`comma-separated, default ${DEFAULT_POLICIES}; kinds: kv, ttft, llmd, round_robin, random, least_loaded, session_affinity, `
   + 'custom; parameters as kind:key=value, e.g. kv:overlap_score_credit=0.5:router_temperature=0.1 or ttft:prior_tokens_per_sec=20000',
 '  --policies LIST           ')}
   --workers N               workers (default 8)          --dp-ranks N       ranks per worker (1)

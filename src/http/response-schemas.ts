@@ -77,6 +77,7 @@ export const WorkerRecordSchema = z.object({
   kv_transfer_enforcement: z.enum(['required', 'preferred']).nullable(),
   kv_transfer_preferred_weight: z.number().nullable(),
   router_hint_worker_type: z.string().optional(),
+  max_num_seqs: int().optional(),
   router_hint_source_control_endpoints: rankMap().optional(),
   kv_event_source_mode: z.string().optional(),
   lifecycle: z.enum(['incomplete', 'schedulable', 'draining', 'unschedulable']),

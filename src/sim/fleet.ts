@@ -91,7 +91,7 @@ export function registerFleet(core: SelectionCore, f: FleetConfig): void {
       worker_id: id, model_name: SIM_MODEL, routing_group: SIM_GROUP, endpoint: `sim://worker-${id}`,
       block_size: f.blockSize, data_parallel_size: f.dpRanks, kv_events_endpoints: eps,
       total_kv_blocks: Number.isFinite(f.capacityBlocks) ? f.capacityBlocks : undefined,
-      max_num_batched_tokens: f.maxBatchedTokens,
+      max_num_batched_tokens: f.maxBatchedTokens, max_num_seqs: f.maxConcurrent,
     });
     if (rec.lifecycle !== 'schedulable') throw new Error(`simulated worker ${id} is not schedulable: ${rec.not_schedulable_reasons?.join('; ')}`);
   }

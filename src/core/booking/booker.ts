@@ -68,7 +68,8 @@ export class Booker {
     const loads = c.part.loads;
     const ok = loads.bookRow(id, c.row >= 0 ? c.row : loads.rowOf(w, c.dpRank), {
       seq: c.prompt.seqWords, nBlocks: c.prompt.nBlocks, trackPrefillTokens: track, prefillTokens,
-      expectedOutputTokens, islTokens: c.prompt.isl, loraName,
+      expectedOutputTokens, islTokens: c.prompt.isl, loraName, stepTokens: c.entry.req.max_num_batched_tokens,
+      slots: c.entry.req.max_num_seqs,
     });
     if (!ok) throw new SelectionError('SEL_SEQUENCE_DUPLICATE_REQUEST', `request ${id} is already booked`);
     // approximate / predicted indexing records bookings with routing hashes (never hash-only ones)

@@ -118,6 +118,7 @@ export function toRecord(e: WorkerEntry, lifecycle: Lifecycle = e.lifecycle, kvE
     lifecycle,
   });
   if (r.router_hint_worker_type != null) rec.router_hint_worker_type = r.router_hint_worker_type;
+  if (r.max_num_seqs != null) rec.max_num_seqs = r.max_num_seqs;
   if (r.router_hint_source_control_endpoints.size > 0) rec.router_hint_source_control_endpoints = mapToRecord(r.router_hint_source_control_endpoints);
   if (r.kv_event_source_mode != null) rec.kv_event_source_mode = r.kv_event_source_mode;
   if (lifecycle !== 'unschedulable' && e.reasons.length > 0) rec.not_schedulable_reasons = [...e.reasons];

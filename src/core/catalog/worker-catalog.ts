@@ -27,6 +27,7 @@ import type { PolicyRegistry, WorkerSelectionPolicy } from '../select/policy.js'
 import { parseRoutingPolicy } from '../select/routing-policy.js';
 import { createRoutingPolicy } from '../select/named-policies.js';
 import type { PrefillRates } from '../load/prefill-rate.js';
+import type { TtftModel } from '../load/ttft-model.js';
 import { AdmissionQueue, type Waiter } from '../select/queue.js';
 import { SessionAffinityTable } from '../booking/affinity.js';
 import type { CoreHooks, CoreLimits, CoreOptions, EndpointPolicy, SessionAffinityConfig } from '../options.js';
@@ -393,7 +394,7 @@ export abstract class WorkerCatalog {
     const policy: WorkerSelectionPolicy | null = name && name !== 'default' && this.policies
       ? this.policies.create(name, { modelName, routingGroup, blockSize }, params)
       : createRoutingPolicy(routing.kind, { modelName, routingGroup, blockSize }, routing.params, {
-        rates: (): PrefillRates => created.loads.prefillRates, heldBlocks: (w, r) => created.index.treeSize(w, r), clock: this.clock,
+        rates: (): PrefillRates => created.loads.prefillRates, model: (): TtftModel => created.loads.ttftModel, heldBlocks: (w, r) => created.index.treeSize(w, r), clock: this.clock,
       });
     const created = new Partition(key, {
       modelName, routingGroup, blockSize, isEagle, clock: this.clock, rng: this.rng,

@@ -5,15 +5,19 @@
  */
 import type { Clock } from '../random.js';
 import type { PrefillRates } from '../load/prefill-rate.js';
+import type { TtftModel } from '../load/ttft-model.js';
 import type { PolicyPartition, WorkerSelectionPolicy } from './policy.js';
 import type { RoutingPolicyKind } from './routing-policy.js';
 import { createTtftPolicy } from './ttft.js';
+import { createLlmdPolicy } from './peers/llmd.js';
 import { createSglangCacheAwarePolicy } from './peers/sglang-cache-aware.js';
 
 /** What a named policy may read of its partition. */
 export interface RoutingInputs {
   /** The partition's learned prefill rates. */
   rates(): PrefillRates;
+  /** The partition's learned time-to-first-token model. */
+  model(): TtftModel;
   /** KV blocks a rank holds on device, as the KV index sees them. */
   heldBlocks(workerId: bigint, dpRank: number): number;
   /** The core's clock (time-based eviction of a policy's own state). */
@@ -26,6 +30,7 @@ export function createRoutingPolicy(kind: RoutingPolicyKind, partition: PolicyPa
   switch (kind) {
     case 'kv': return null;
     case 'ttft': return createTtftPolicy(partition, params, inputs);
+    case 'llmd': return createLlmdPolicy(params);
     case 'sglang_cache_aware': return createSglangCacheAwarePolicy(partition, params, inputs);
   }
 }

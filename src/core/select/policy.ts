@@ -68,7 +68,24 @@ export interface CandidateView {
   activePrefillTokens(): number;
   decodeCostBlocks(): number;
   activeRequests(): number;
+  /**
+   * Booked requests whose `prefill_complete` has not been reported yet: queued at the engine or
+   * in their prefill (the closest the service sees to an engine's waiting queue).
+   */
+  prefillPendingRequests(): number;
   totalKvBlocks(): number | null;
+  /** The rank's `max_num_batched_tokens` from its record (null: not registered). */
+  maxNumBatchedTokens(): number | null;
+  /** The rank's `max_num_seqs` from its record (null: not registered). */
+  maxNumSeqs(): number | null;
+  /** The fraction of the last ~10 s during which a booking on the rank waited for its first token. */
+  busyFraction(): number;
+  /** Seconds the rank's oldest booking awaiting its first token (`prefill_complete`) has waited (0: none awaits). */
+  pendingSeconds(): number;
+  /** Context tokens (prompt + output so far) the rank's live bookings hold, not deduplicated. */
+  contextTokens(): number;
+  /** The prompt's leading blocks already held by live bookings on the rank (computed or being computed there). */
+  activeOverlapBlocks(): number;
 }
 
 interface Component { requiredWorkerInputs?(): number }
@@ -128,7 +145,14 @@ export class CandidateRowView implements CandidateView {
   activePrefillTokens() { return this.row.hasLoad ? this.row.activePrefillTokens : 0; }
   decodeCostBlocks() { return this.row.hasLoad ? this.row.potentialDecodeBlocks : 0; }
   activeRequests() { return this.row.hasLoad ? this.row.activeRequests : 0; }
+  prefillPendingRequests() { return this.row.hasLoad ? this.row.prefillPendingRequests : 0; }
   totalKvBlocks() { return this.row.totalKvBlocks; }
+  maxNumBatchedTokens() { return this.row.maxNumBatchedTokens; }
+  maxNumSeqs() { return this.row.maxNumSeqs ?? null; }
+  busyFraction() { return this.row.hasLoad ? this.row.busyFraction ?? 0 : 0; }
+  pendingSeconds() { return this.row.hasLoad ? this.row.pendingSecs ?? 0 : 0; }
+  contextTokens() { return this.row.hasLoad ? this.row.contextTokens ?? 0 : 0; }
+  activeOverlapBlocks() { return this.row.hasLoad ? this.row.activeOverlapBlocks ?? 0 : 0; }
 }
 
 /** A selector row from any view (the row itself for a {@link CandidateRowView}). */
@@ -140,7 +164,9 @@ export function candidateRow(v: CandidateView): Candidate {
     deviceBlocks: v.deviceOverlapBlocks(), hostExtBlocks: v.hostOverlapBlocks(), diskExtBlocks: v.diskOverlapBlocks(),
     sharedBeyondDeviceBlocks: v.sharedHits(), cachedTokens: v.accountingCacheEstimate(),
     hasLoad: v.isAvailable(), activePrefillTokens: v.activePrefillTokens(), potentialDecodeBlocks: v.decodeCostBlocks(),
-    activeRequests: v.activeRequests(), totalKvBlocks: v.totalKvBlocks(), maxNumBatchedTokens: null,
+    activeRequests: v.activeRequests(), totalKvBlocks: v.totalKvBlocks(), maxNumBatchedTokens: v.maxNumBatchedTokens(),
+    prefillPendingRequests: v.prefillPendingRequests(), contextTokens: v.contextTokens(), activeOverlapBlocks: v.activeOverlapBlocks(),
+    maxNumSeqs: v.maxNumSeqs(), busyFraction: v.busyFraction(), pendingSecs: v.pendingSeconds(),
   };
 }
 

@@ -7,17 +7,11 @@
  * (select/named-policies.ts builds them).
  */
 
-/** Parameters of the `ttft` policy and their defaults. */
+/** Parameters of the `ttft` policy and their defaults (select/ttft.ts says what each weighs). */
 export const TTFT_DEFAULTS = Object.freeze({
-  prior_tokens_per_sec: 10_000,
-  prior_weight_tokens: 50_000,
-  decode_weight: 1,
-  memory_weight: 1,
-  memory_threshold: 0.9,
-  backlog_weight: 60,
-  session_weight: 0.25,
+  delay_weight: 1,
   evict_weight: 0.5,
-  tie_tolerance: 0.05,
+  tie_tolerance: 0,
 });
 export type TtftParams = { -readonly [K in keyof typeof TTFT_DEFAULTS]: number };
 
@@ -37,7 +31,13 @@ export interface PolicyParamTable {
 /** Every named policy and its parameter table (`kv` takes its settings from `DYN_ROUTER_*`). */
 export const ROUTING_POLICY_PARAMS = Object.freeze({
   kv: { defaults: {} },
-  ttft: { defaults: TTFT_DEFAULTS, positive: ['prior_tokens_per_sec'] },
+  ttft: { defaults: TTFT_DEFAULTS },
+  // llm-d's precise-prefix-cache-aware guide (select/peers/llmd.ts): its three scorer weights, the
+  // KV-cache backend weights of llm-d-kv-cache, and 1 for v0.8.0's min-max prefix normalisation
+  llmd: {
+    defaults: { prefix_weight: 2, kv_weight: 1, queue_weight: 1, cpu_weight: 0.8, disk_weight: 1, prefix_min_max: 0 },
+    fraction: ['cpu_weight', 'disk_weight', 'prefix_min_max'], integer: ['prefix_min_max'],
+  },
   // SGLang's router (select/peers/sglang-cache-aware.ts): smg model_gateway/src/main.rs 193-225, validation.rs 484-513
   sglang_cache_aware: {
     defaults: { cache_threshold: 0.3, balance_abs_threshold: 64, balance_rel_threshold: 1.5, eviction_interval_secs: 120, max_tree_size: 2 ** 26 },

@@ -32,8 +32,20 @@ export interface Candidate {
   activePrefillTokens: number;
   potentialDecodeBlocks: number;
   activeRequests: number;
+  /** Booked requests whose `prefill_complete` has not been reported yet (queued or in prefill). */
+  prefillPendingRequests: number;
   totalKvBlocks: number | null;
   maxNumBatchedTokens: number | null;
+  /** Seconds the rank's oldest booking awaiting its first token has waited (0 when absent). */
+  pendingSecs?: number;
+  /** The fraction of recent time a booking on the rank waited for its first token (0 when absent). */
+  busyFraction?: number;
+  /** The rank's `max_num_seqs` (absent or null: not registered). */
+  maxNumSeqs?: number | null;
+  /** Context tokens the rank's live bookings hold, not deduplicated (0 when absent). */
+  contextTokens?: number;
+  /** Leading prompt blocks already held by the rank's live bookings (0 when absent). */
+  activeOverlapBlocks?: number;
 }
 
 /** Everything the cost needs besides the rows: request values plus effective router settings. */

@@ -1,118 +1,147 @@
 /**
- * The `ttft` routing policy: each candidate rank's cost is an estimate, in seconds, of this
- * request's time to first token there plus the time it costs other requests:
+ * The `ttft` routing policy: each candidate rank's cost is its predicted time to first token
+ * for this request, in seconds, plus the time the placement costs the requests that come after:
  *
- *   stick   = 1 + backlog_weight x (prefill seconds booked on the least loaded candidate)
- *   wait    = (prefill tokens already booked on the rank + stick x this request's uncached tokens) / rate
- *   decode  = wait x decode_weight x (KV blocks its running requests hold / its KV blocks)
- *   memory  = memory_weight x (blocks past memory_threshold x its KV blocks, counting this request's) x block size / rate
- *   evict   = evict_weight x (this request's new prompt blocks beyond the rank's free KV blocks) x block size / rate
- *   away    = session_weight x stick x prompt tokens / rate, on every rank but the one the
- *             request's session was last routed to
- *   cost    = wait + decode + memory + evict + away
+ *   ttft    = the partition's learned TTFT model (load/ttft-model.ts) on the rank's state with
+ *             this request added: the prefill still to do there (what remains of the booked
+ *             prefill, plus this request's uncached tokens), the context its running requests
+ *             hold, its step budget and speed, and the wait for a free slot past `max_num_seqs`
+ *   work    = this request's uncached tokens x the rank's seconds per prefill token
+ *   delay   = delay_weight x the rank's arrivals per second x
+ *               (work x ttft / (1 - busy)        the requests that reach the rank while this one
+ *                                                waits and computes, and after them the rest of
+ *                                                the busy period, each wait for its work
+ *              + life x added step)             those reaching it while this one decodes see each
+ *                                                step longer by the context it adds
+ *   evict   = evict_weight x the recompute of the cached blocks it evicts: its new blocks beyond
+ *             the rank's free KV (capacity minus what the KV index holds there)
+ *   preempt = the recompute of the blocks the rank's requests and this one would hold beyond its
+ *             capacity (the engine preempts)
+ *   cost    = ttft + delay + evict + preempt
  *
- * `rate` is the rank's prefill throughput learned online from bookings and `prefill_complete`
- * (load/prefill-rate.ts), blended with a prior of `prior_tokens_per_sec` worth
- * `prior_weight_tokens` observed tokens, and believed only where it differs from the rate pooled
- * over the candidates by more than its noise (`credibleRate`): ranks of one kind look a few
- * percent apart from their request mix alone, and that must not decide where work goes. The
- * decode term charges ranks whose running requests fill their KV memory (each engine step then
- * spends longer on decode attention, so prefill chunks advance more slowly); the memory term
- * charges pushing a rank's held blocks past its capacity, which preempts running requests (their
- * recompute is charged at the same rate). The evict term is the cache a placement destroys: the
- * blocks the rank holds (the KV index's view of it) leave `total_kv_blocks - held` free, and
- * every new block beyond those evicts a cached one, which a later request finds missing with
- * probability `evict_weight` and recomputes; it sends new conversations to ranks with free
- * cache instead of to those that merely hold the shared system prompt. Decode, memory and evict
- * need `total_kv_blocks` in the worker record and read 0 without it. When even the least loaded
- * rank has prefill booked the fleet is saturated: every token computed then delays the requests
- * queued behind it too, so uncached tokens weigh `stick` times; and a session kept on
- * one rank keeps its prefix warm there (`away`, which grows with `stick` for the same reason).
+ * `busy` is the fraction of the last ~10 s during which a booking on the rank awaited its first
+ * token; `life` is this request's decode (its expected output tokens, or the partition's mean, in
+ * steps of the rank's current length). Uncached tokens count what the KV index holds on the rank
+ * and the prompt blocks live bookings there already hold (a burst of one new prefix is computed
+ * once, where its first request went).
  *
- * Costs within `tie_tolerance` (relative) of the lowest are below what these estimates resolve
- * and count as equal; among them the rank this policy sent a request to least recently wins (its
- * cache's least recently used blocks are the oldest, so the cheapest to lose), and ranks never
- * chosen go first, at random. Nothing here knows the engine: only the load the service books,
- * its `prefill_complete` calls and the KV index. The defaults `backlog_weight`, `session_weight`,
- * `evict_weight` and `tie_tolerance` were tuned in the simulator on the first half of the
- * bundled Mooncake conversation trace (README, "Choosing a policy").
+ * Nothing here knows the engine: the model is fitted to the service's own bookings and their
+ * `prefill_complete` calls, so it follows the engine's step costs, decode interference and
+ * heterogeneous ranks. At light load `delay` is small and the policy is greedy on time to first
+ * token; as queues form it grows with them and saves the fleet's compute (cache hits) and the
+ * busiest ranks' steps, with no weight to tune for the load. `evict` and `preempt` need
+ * `total_kv_blocks` in the worker record, the slot wait `max_num_seqs`.
+ *
+ * Costs within `tie_tolerance` (relative) of the lowest count as equal; among them the rank this
+ * policy sent a request to least recently wins (its cache's least recently used blocks are the
+ * oldest), ranks never chosen first, at random.
  *
  * Selected with `--routing-policy ttft` / `SELECT_SERVICE_ROUTING_POLICY=ttft` (parameters as
- * `ttft:name=value:name=value`); the default stays `kv`, Dynamo's cost function.
+ * `ttft:name=value:name=value`).
  */
+import type { Clock } from '../random.js';
+import type { TtftModel, RankState } from '../load/ttft-model.js';
 import { rankKeyOf } from '../index/slots.js';
-import { credibleRate, prefillRate, type PrefillObservations, type PrefillRates } from '../load/prefill-rate.js';
 import { WorkerInputs, type PolicyPartition, type WorkerPicker, type WorkerScorer, type WorkerSelectionPolicy } from './policy.js';
 import { ttftParams } from './routing-policy.js';
 
-/** Sessions (and ranks) remembered per partition (the oldest is forgotten first). */
-const MAX_SESSIONS = 65_536;
+/** Ranks remembered by the least-recently-chosen rotation (the oldest is forgotten first). */
+const MAX_RANKS = 65_536;
+/** A rank busy more of the time than this is taken as busy this much (its busy period would be unbounded). */
+const MAX_BUSY = 0.95;
+/** Time constant of the booking-rate estimate, seconds. */
+const RATE_WINDOW_SECS = 10;
 
 /** What the policy reads from its partition. */
 export interface TtftInputs {
-  /** The partition's learned prefill rates. */
-  rates(): PrefillRates;
+  /** The partition's learned TTFT model. */
+  model(): TtftModel;
   /** KV blocks a rank holds on device, as the KV index sees them (absent: the evict term reads 0). */
   heldBlocks?(workerId: bigint, dpRank: number): number;
+  readonly clock: Clock;
 }
 
-/** Insert or move `key` to the most recent end of a bounded map. */
-function touch<V>(m: Map<string, V>, key: string, v: V): void {
-  m.delete(key);
-  m.set(key, v);
-  if (m.size > MAX_SESSIONS) m.delete(m.keys().next().value as string);
+/** Decayed count of bookings: each weighs exp(-age / window). */
+interface Decayed { weight: number; last: number }
+
+/**
+ * Bookings per second of a partition and of each of its ranks: bookings counted with weight
+ * exp(-age / window), over the time that weight spans since the partition's first booking (so a
+ * rank's first booking is not read as a burst).
+ */
+class BookingRates {
+  private first = NaN;
+  private readonly ranks = new Map<string, Decayed>();
+
+  add(key: string, now: number): void {
+    if (Number.isNaN(this.first)) this.first = now;
+    let d = this.ranks.get(key);
+    if (!d) {
+      if (this.ranks.size >= MAX_RANKS) this.ranks.delete(this.ranks.keys().next().value as string);
+      this.ranks.set(key, d = { weight: 0, last: now });
+    }
+    d.weight = decayed(d, now) + 1;
+    d.last = now;
+  }
+
+  /** Bookings per second of rank `key` at `now`. */
+  of(key: string, now: number): number {
+    const d = this.ranks.get(key);
+    if (!d) return 0;
+    const span = RATE_WINDOW_SECS * (1 - Math.exp(-Math.max(0, now - this.first) / 1000 / RATE_WINDOW_SECS));
+    return span > 0 ? decayed(d, now) / span : 0;
+  }
+
+  remove(key: string): void { this.ranks.delete(key); }
 }
 
-/** The `ttft` policy of one partition, reading the partition's learned prefill rates and KV index. */
+const decayed = (d: Decayed, now: number): number => d.weight * Math.exp(-Math.max(0, now - d.last) / 1000 / RATE_WINDOW_SECS);
+
+/** The `ttft` policy of one partition. */
 export function createTtftPolicy(partition: PolicyPartition, params: Readonly<Record<string, unknown>>, inputs: TtftInputs): WorkerSelectionPolicy {
   const p = ttftParams(params);
-  const prior = { tokensPerSec: p.prior_tokens_per_sec, weightTokens: p.prior_weight_tokens };
   const bs = partition.blockSize;
-  /** Where each session's last request went (most recent last, bounded). */
-  const homes = new Map<string, { workerId: bigint; dpRank: number }>();
+  const rates = new BookingRates();
   /** When (in picks) each rank was last chosen. */
   const lastChosen = new Map<string, number>();
   let picks = 0;
+  const state: RankState = { prefillTokens: 0, requests: 0, contextTokens: 0, stepTokens: 0, slots: 0 };
   const scorer: WorkerScorer = {
     requiredWorkerInputs: () => WorkerInputs.CACHE | WorkerInputs.LOAD,
     score(ctx, cands, out) {
-      const learned = inputs.rates(), isl = ctx.promptTokens(), n = cands.length;
-      // ranks are alike until their own observations say otherwise: each rank's prior is the
-      // rate pooled over the candidates (itself on the configured prior)
-      const obs = new Array<PrefillObservations | undefined>(n);
-      const pooledObs = { tokens: 0, seconds: 0, samples: 0 };
-      let backlog = Infinity;
+      const model = inputs.model(), isl = ctx.promptTokens(), n = cands.length, now = inputs.clock.now();
+      const osl = ctx.expectedOutputTokens() ?? model.meanOutputTokens;
+      const outBlocks = Math.ceil(osl / bs);
       for (let i = 0; i < n; i++) {
-        const w = cands[i].worker();
-        const o = learned.observed(rankKeyOf(w.workerId, w.dpRank));
-        obs[i] = o;
-        if (o) { pooledObs.tokens += o.tokens; pooledObs.seconds += o.seconds; pooledObs.samples += o.samples; }
-        backlog = Math.min(backlog, cands[i].activePrefillTokens());
-      }
-      const pooled = Math.max(1, prefillRate(pooledObs, prior));
-      // when even the least loaded rank has prefill queued, the fleet is saturated: tokens a
-      // request computes delay everyone after it, so they weigh more
-      const stick = 1 + (p.backlog_weight * backlog) / pooled;
-      const session = ctx.sessionId();
-      const home = session === undefined ? undefined : homes.get(session);
-      for (let i = 0; i < n; i++) {
-        const c = cands[i], w = c.worker();
-        const rate = Math.max(1, credibleRate(obs[i], pooled, p.prior_weight_tokens));
-        const uncached = Math.max(0, isl - c.accountingCacheEstimate());
-        const wait = (c.activePrefillTokens() + stick * uncached) / rate;
+        const c = cands[i], w = c.worker(), key = rankKeyOf(w.workerId, w.dpRank);
+        const cached = Math.max(c.accountingCacheEstimate(), c.activeOverlapBlocks() * bs);
+        const uncached = Math.max(0, isl - cached);
+        state.prefillTokens = uncached;
+        state.requests = c.activeRequests();
+        state.contextTokens = c.contextTokens();
+        state.stepTokens = c.maxNumBatchedTokens() ?? 0;
+        state.slots = c.maxNumSeqs() ?? 0;
+        state.prefillTokens += model.remainingPrefill(key, c.activePrefillTokens(), c.pendingSeconds(), state);
+        const ttft = model.predict(key, state), perToken = model.secondsPerToken(key, state);
+        const work = uncached * perToken;
+        // the requests that reach this rank before its queue next empties wait for this one's
+        // work: those arriving while it waits, and after them the rest of the busy period
+        // (1 / (1 - busy) times as long); those reaching it while it decodes see every step
+        // longer by what it adds. (The slot it takes is not charged to others: wherever it goes
+        // it takes one for as long, and its own wait for a slot is in its predicted ttft.)
+        const arrivals = p.delay_weight * rates.of(key, now), busy = Math.min(c.busyFraction(), MAX_BUSY);
+        const life = osl * model.stepSeconds(key, state);
+        const delay = arrivals * ((work * ttft) / (1 - busy) + life * model.addedStepSeconds(key, isl + osl / 2));
         const capacity = c.totalKvBlocks();
-        const held = c.decodeCostBlocks();
-        const decode = capacity ? wait * p.decode_weight * Math.min(1, held / capacity) : 0;
-        const over = capacity ? Math.max(0, held - p.memory_threshold * capacity) : 0;
         const free = capacity && inputs.heldBlocks ? Math.max(0, capacity - inputs.heldBlocks(w.workerId, w.dpRank)) : Infinity;
         const evicted = Math.max(0, Math.ceil(uncached / bs) - free);
-        const away = home !== undefined && (home.workerId !== w.workerId || home.dpRank !== w.dpRank) ? p.session_weight * isl : 0;
-        out[i] = wait + decode + ((p.memory_weight * over + p.evict_weight * evicted) * bs + stick * away) / rate;
+        const over = capacity ? Math.max(0, c.decodeCostBlocks() + outBlocks - capacity) : 0;
+        out[i] = ttft + delay + (p.evict_weight * evicted + over) * bs * perToken;
       }
     },
   };
   const picker: WorkerPicker = {
-    pick: (ctx, rows, rng) => {
+    pick: (_ctx, rows, rng) => {
       let min = Infinity;
       for (const r of rows) min = Math.min(min, r.cost());
       const limit = min + Math.abs(min) * p.tie_tolerance;
@@ -124,12 +153,17 @@ export function createTtftPolicy(partition: PolicyPartition, params: Readonly<Re
         if (at < oldest) { oldest = at; row = i; ties = 1; }
         else if (at === oldest && Math.floor(rng.next() * ++ties) === 0) row = i;
       }
-      const w = rows[row].candidate.worker();
-      touch(lastChosen, rankKeyOf(w.workerId, w.dpRank), picks++);
-      const session = ctx.sessionId();
-      if (session !== undefined && p.session_weight > 0) touch(homes, session, { workerId: w.workerId, dpRank: w.dpRank });
+      const w = rows[row].candidate.worker(), key = rankKeyOf(w.workerId, w.dpRank);
+      lastChosen.delete(key);
+      lastChosen.set(key, picks++);
+      if (lastChosen.size > MAX_RANKS) lastChosen.delete(lastChosen.keys().next().value as string);
       return row;
     },
   };
-  return Object.freeze({ filters: Object.freeze([]), scorers: Object.freeze([scorer]), picker });
+  const policy: WorkerSelectionPolicy = {
+    filters: Object.freeze([]), scorers: Object.freeze([scorer]), picker,
+    onBooked: (b) => rates.add(rankKeyOf(b.workerId, b.dpRank), inputs.clock.now()),
+    onRankRemoved: (workerId, dpRank) => { const k = rankKeyOf(workerId, dpRank); rates.remove(k); lastChosen.delete(k); },
+  };
+  return Object.freeze(policy);
 }

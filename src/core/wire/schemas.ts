@@ -240,6 +240,7 @@ const workerFields = {
   data_parallel_start_rank: opt(u32AtMost(LIMITS.maxDataParallelStartRank)),
   data_parallel_size: opt(u32AtMost(LIMITS.maxDataParallelSize)),
   max_num_batched_tokens: opt(count()),
+  max_num_seqs: opt(count()),
   total_kv_blocks: opt(count()),
   stable_routing_id: opt(str()),
   is_eagle: opt(z.boolean()),

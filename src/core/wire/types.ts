@@ -37,6 +37,8 @@ export interface WorkerRecord {
   kv_transfer_preferred_weight: number | null;
   /** omitted when null */
   router_hint_worker_type?: string;
+  /** The engine's `max_num_seqs` (running requests at most), when registered (this service's addition). */
+  max_num_seqs?: number;
   /** omitted when empty */
   router_hint_source_control_endpoints?: Record<string, string>;
   /** omitted when null */

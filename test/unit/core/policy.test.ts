@@ -15,7 +15,7 @@ const PART = { modelName: 'model', routingGroup: 'default', blockSize: 16 };
 function cand(o: Partial<Candidate> = {}): Candidate {
   return {
     workerId: 1n, dpRank: 0, taints: [], deviceBlocks: 0, hostExtBlocks: 0, diskExtBlocks: 0, sharedBeyondDeviceBlocks: 0,
-    cachedTokens: 0, hasLoad: true, activePrefillTokens: 0, potentialDecodeBlocks: 0, activeRequests: 0,
+    cachedTokens: 0, hasLoad: true, activePrefillTokens: 0, potentialDecodeBlocks: 0, activeRequests: 0, prefillPendingRequests: 0,
     totalKvBlocks: null, maxNumBatchedTokens: null, ...o,
   };
 }
@@ -162,20 +162,21 @@ test('dynamo-default-cost-fn parameters are validated by name and range', () => 
 });
 
 test('candidate views: row adapter, conversion of a foreign view, declared inputs', () => {
-  const row = cand({ workerId: 7n, dpRank: 2, hostExtBlocks: 1, hasLoad: false, activePrefillTokens: 5, potentialDecodeBlocks: 6, activeRequests: 2 });
+  const row = cand({ workerId: 7n, dpRank: 2, hostExtBlocks: 1, hasLoad: false, activePrefillTokens: 5, potentialDecodeBlocks: 6, activeRequests: 2, prefillPendingRequests: 1 });
   const v = new CandidateRowView(row);
   assert.equal(candidateRow(v), row);
   assert.equal(v.hasTierMatches(), true);
-  assert.deepEqual([v.isAvailable(), v.activePrefillTokens(), v.decodeCostBlocks(), v.activeRequests()], [false, 0, 0, 0]);
+  assert.deepEqual([v.isAvailable(), v.activePrefillTokens(), v.decodeCostBlocks(), v.activeRequests(), v.prefillPendingRequests()], [false, 0, 0, 0, 0]);
   const foreign: CandidateView = {
     worker: () => ({ workerId: 9n, dpRank: 1, taints: ['t'] }), deviceOverlapBlocks: () => 1, hostOverlapBlocks: () => 2,
     diskOverlapBlocks: () => 3, accountingCacheEstimate: () => 40, hasTierMatches: () => true, sharedHits: () => 4,
     isAvailable: () => true, activePrefillTokens: () => 5, decodeCostBlocks: () => 6, activeRequests: () => 7, totalKvBlocks: () => 100,
+    prefillPendingRequests: () => 2, maxNumBatchedTokens: () => null, contextTokens: () => 900, activeOverlapBlocks: () => 3, maxNumSeqs: () => 64, busyFraction: () => 0.25, pendingSeconds: () => 0.5,
   };
   assert.deepEqual(candidateRow(foreign), {
     workerId: 9n, dpRank: 1, taints: ['t'], deviceBlocks: 1, hostExtBlocks: 2, diskExtBlocks: 3, sharedBeyondDeviceBlocks: 4,
-    cachedTokens: 40, hasLoad: true, activePrefillTokens: 5, potentialDecodeBlocks: 6, activeRequests: 7, totalKvBlocks: 100,
-    maxNumBatchedTokens: null,
+    cachedTokens: 40, hasLoad: true, activePrefillTokens: 5, potentialDecodeBlocks: 6, activeRequests: 7, prefillPendingRequests: 2, totalKvBlocks: 100,
+    maxNumBatchedTokens: null, contextTokens: 900, activeOverlapBlocks: 3, maxNumSeqs: 64, busyFraction: 0.25, pendingSecs: 0.5,
   });
   const all = WorkerInputs.CACHE | WorkerInputs.LOAD | WorkerInputs.PREFERRED_TAINT;
   assert.equal(policyInputs(defaultPolicyFactory(PART, {})), all);

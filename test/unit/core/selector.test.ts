@@ -14,7 +14,7 @@ const noDraw: Rng = { next: () => { throw new Error('rng drawn'); }, u64: () => 
 function cand(o: Partial<Candidate> = {}): Candidate {
   return {
     workerId: 1n, dpRank: 0, taints: [], deviceBlocks: 0, hostExtBlocks: 0, diskExtBlocks: 0, sharedBeyondDeviceBlocks: 0,
-    cachedTokens: 0, hasLoad: true, activePrefillTokens: 0, potentialDecodeBlocks: 0, activeRequests: 0,
+    cachedTokens: 0, hasLoad: true, activePrefillTokens: 0, potentialDecodeBlocks: 0, activeRequests: 0, prefillPendingRequests: 0,
     totalKvBlocks: null, maxNumBatchedTokens: null, ...o,
   };
 }

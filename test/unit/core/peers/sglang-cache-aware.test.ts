@@ -22,7 +22,9 @@ function cand(workerId: number, load: number): CandidateView {
     worker: () => ({ workerId: BigInt(workerId), dpRank: 0, taints: [] }),
     deviceOverlapBlocks: () => 0, hostOverlapBlocks: () => 0, diskOverlapBlocks: () => 0, accountingCacheEstimate: () => 0,
     hasTierMatches: () => false, sharedHits: () => 0, isAvailable: () => true, activePrefillTokens: () => 0,
-    decodeCostBlocks: () => 0, activeRequests: () => load, totalKvBlocks: () => null,
+    decodeCostBlocks: () => 0, activeRequests: () => load, prefillPendingRequests: () => 0, totalKvBlocks: () => null,
+    maxNumBatchedTokens: () => null, maxNumSeqs: () => null, busyFraction: () => 0, pendingSeconds: () => 0, contextTokens: () => 0,
+    activeOverlapBlocks: () => 0,
   };
 }
 

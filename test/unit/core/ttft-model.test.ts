@@ -1,0 +1,115 @@
+/**
+ * The learned time-to-first-token model (load/ttft-model.ts) and what the load table feeds it:
+ * the fit recovers an engine's step costs from completions, on relative errors, robust to an odd
+ * completion; a rank's factor only where it is clearly slower; the slot wait past max_num_seqs;
+ * the prefill that remains of what is booked; and the per-rank counters loads keep for it.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { TtftModel, DEFAULT_STEP_TOKENS, type RankState } from '../../../src/core/load/ttft-model.js';
+import { ActiveLoads } from '../../../src/core/load/loads.js';
+import { seededRng } from '../../../src/core/random.js';
+import { ManualClock } from './core-helpers.js';
+
+/** An engine's true law: steps x (fixed + per context token x C) + per prefill token x T. */
+const ENGINE = { step: 0.006, perToken: 1 / 58_000, perContext: 5e-8 };
+const law = (s: RankState, speed = 1): number => {
+  const steps = 1 + s.prefillTokens / (s.stepTokens || DEFAULT_STEP_TOKENS);
+  return speed * (steps * (ENGINE.step + ENGINE.perContext * s.contextTokens) + ENGINE.perToken * s.prefillTokens);
+};
+
+/** Random rank states of a varied workload (short and long prefills, light and heavy decode). */
+function states(n: number, seed = 1): RankState[] {
+  const rng = seededRng(seed);
+  return Array.from({ length: n }, () => ({
+    prefillTokens: Math.round(rng.next() < 0.8 ? 50 + rng.next() * 2000 : 5000 + rng.next() * 25_000),
+    requests: Math.floor(rng.next() * 40), contextTokens: Math.round(rng.next() * 600_000), stepTokens: 16_384, slots: 0,
+  }));
+}
+
+const close = (a: number, b: number, rel: number, what: string): void =>
+  assert.ok(Math.abs(a - b) <= rel * Math.abs(b), `${what}: ${a} vs ${b} (±${rel * 100}%)`);
+
+test('the fit recovers the engine from completions, from a prior 3x off its prefill rate', () => {
+  const m = new TtftModel();
+  const before = m.predict('1:0', { prefillTokens: 20_000, requests: 0, contextTokens: 0, stepTokens: 16_384, slots: 0 });
+  for (const s of states(600)) m.observe('1:0', s, law(s));
+  const c = m.coefficients();
+  close(c.perPrefillTokenSec, ENGINE.perToken, 0.1, 'seconds per prefill token');
+  close(c.perContextTokenStepSec, ENGINE.perContext, 0.15, 'step seconds per context token');
+  close(c.stepSec, ENGINE.step, 0.25, 'step seconds');
+  const long = { prefillTokens: 20_000, requests: 10, contextTokens: 300_000, stepTokens: 16_384, slots: 0 };
+  close(m.predict('1:0', long), law(long), 0.05, 'a long prefill on a busy rank');
+  assert.ok(Math.abs(before - law(long)) > 0.3 * law(long), 'the prior alone was far off (the fit did the work)');
+});
+
+test('one odd completion (a client that reported late) moves the fit little', () => {
+  const m = new TtftModel();
+  for (const s of states(400)) m.observe('1:0', s, law(s));
+  const s: RankState = { prefillTokens: 500, requests: 5, contextTokens: 50_000, stepTokens: 16_384, slots: 0 };
+  const p0 = m.predict('1:0', s);
+  m.observe('1:0', s, 30); // 30 s for what takes ~20 ms
+  assert.ok(m.predict('1:0', s) < p0 * 1.5, `${m.predict('1:0', s)} after one outlier, was ${p0}`);
+});
+
+test('a rank twice as slow gets a factor near 2; ranks alike keep 1', () => {
+  const m = new TtftModel();
+  const all = states(1200, 3);
+  all.forEach((s, i) => {
+    const key = `${i % 4}:0`;
+    m.observe(key, s, law(s, key === '3:0' ? 2 : 1) * (1 + 0.05 * Math.sin(i))); // 5% noise
+  });
+  for (const k of ['0:0', '1:0', '2:0']) assert.ok(m.rankFactor(k) < 1.2, `${k}: ${m.rankFactor(k)}`);
+  assert.ok(m.rankFactor('3:0') > 1.5, `slow rank: ${m.rankFactor('3:0')}`);
+  assert.equal(m.rankFactor('9:0'), 1, 'a rank never observed');
+});
+
+test('the slot wait: its place past max_num_seqs times a request decode over the slots', () => {
+  const m = new TtftModel();
+  for (let i = 0; i < 100; i++) m.observeOutput(200);
+  const s: RankState = { prefillTokens: 100, requests: 66, contextTokens: 0, stepTokens: 16_384, slots: 64 };
+  const step = m.stepSeconds('1:0', s);
+  close(m.slotWait('1:0', s), (3 * 200 * step) / 64, 1e-9, 'three ahead for a slot');
+  assert.equal(m.slotWait('1:0', { ...s, requests: 63 }), 0, 'a free slot');
+  assert.equal(m.slotWait('1:0', { ...s, slots: 0 }), 0, 'no limit registered');
+  close(m.predict('1:0', s) - m.predict('1:0', { ...s, slots: 0 }), m.slotWait('1:0', s), 1e-9, 'predict adds it');
+});
+
+test('what remains of booked prefill: the rank worked through it since its oldest booking arrived', () => {
+  const m = new TtftModel();
+  const s: RankState = { prefillTokens: 0, requests: 1, contextTokens: 0, stepTokens: 16_384, slots: 0 };
+  const rate = 1 / m.secondsPerToken('1:0', s);
+  assert.equal(m.remainingPrefill('1:0', 10_000, 0, s), 10_000);
+  close(m.remainingPrefill('1:0', 10_000, 0.1, s), 10_000 - 0.1 * rate, 1e-9, 'after 0.1 s');
+  assert.equal(m.remainingPrefill('1:0', 10_000, 100, s), 0, 'never below 0');
+});
+
+test('loads: per rank the bookings awaiting their first token, their context, the busy fraction; every first token feeds the model', () => {
+  const clock = new ManualClock();
+  const l = new ActiveLoads({ blockSize: 16, clock, rng: seededRng(1), expirySecs: 300 });
+  l.addRank(1n, 0);
+  const row = l.rowOf(1n, 0), seq = new Uint32Array(8);
+  l.book('a', 1n, 0, { seq, nBlocks: 2, trackPrefillTokens: true, prefillTokens: 1000, islTokens: 1000 });
+  l.book('b', 1n, 0, { seq, nBlocks: 2, trackPrefillTokens: false, prefillTokens: 0, islTokens: 500 }); // fully cached
+  assert.deepEqual([l.pending[row], l.context[row]], [2, 1500]);
+  clock.advance(2000);
+  assert.equal(l.pendingSecs(row, clock.now()), 2);
+  close(l.busyFraction(row, clock.now()), 1 - Math.exp(-2 / 10), 1e-9, 'busy for 2 s of a 10 s window');
+  l.prefillComplete('a');
+  l.prefillComplete('a'); // repeated: once
+  l.prefillComplete('b'); // no prefill tokens, but its first token still says how long it waited
+  assert.equal(l.ttftModel.samples, 2);
+  assert.equal(l.pending[row], 0);
+  assert.equal(l.pendingSecs(row, clock.now()), 0);
+  l.addOutputBlock('a');
+  assert.equal(l.context[row], 1516);
+  clock.advance(10_000);
+  assert.ok(l.busyFraction(row, clock.now()) < 0.1, 'idle since: the fraction decays');
+  l.free('a');
+  l.free('b');
+  assert.deepEqual([l.pending[row], l.context[row], l.requests[row]], [0, 0, 0]);
+  close(l.ttftModel.meanOutputTokens, 8, 0.01, 'a freed with one block of output, b with none (decayed mean)');
+  l.book('c', 1n, 0, { seq, nBlocks: 2, trackPrefillTokens: true, prefillTokens: 10, islTokens: 10 });
+  l.free('c'); // freed before its first token: no observation
+  assert.equal(l.ttftModel.samples, 2);
+});

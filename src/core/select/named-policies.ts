@@ -8,6 +8,7 @@ import type { PrefillRates } from '../load/prefill-rate.js';
 import type { PolicyPartition, WorkerSelectionPolicy } from './policy.js';
 import type { RoutingPolicyKind } from './routing-policy.js';
 import { createTtftPolicy } from './ttft.js';
+import { createRayPrefixAffinityPolicy } from './peers/ray-prefix-affinity.js';
 
 /** What a named policy may read of its partition. */
 export interface RoutingInputs {
@@ -25,5 +26,6 @@ export function createRoutingPolicy(kind: RoutingPolicyKind, partition: PolicyPa
   switch (kind) {
     case 'kv': return null;
     case 'ttft': return createTtftPolicy(partition, params, inputs);
+    case 'ray_prefix_affinity': return createRayPrefixAffinityPolicy(partition, params, inputs);
   }
 }

@@ -118,7 +118,7 @@ test('invalid flags and environment exit 2 with a message naming the problem', a
     [['--log-level', 'loud'], {}, /--log-level: must be one of/],
     [[], { DYN_ROUTER_TEMPERATURE: 'warm' }, /DYN_ROUTER_TEMPERATURE: must be a number/],
     [[], { DYN_ROUTER_QUEUE_POLICY: 'random' }, /DYN_ROUTER_QUEUE_POLICY: must be one of fcfs, lcfs, wspt/],
-    [['--routing-policy', 'fastest'], {}, /--routing-policy: unknown routing policy "fastest" \(known: kv, ttft\)/],
+    [['--routing-policy', 'fastest'], {}, /--routing-policy: unknown routing policy "fastest" \(known: kv, ttft, ray_prefix_affinity\)/],
     [[], { SELECT_SERVICE_ROUTING_POLICY: 'ttft:speed=2' }, /SELECT_SERVICE_ROUTING_POLICY: ttft: unknown parameter "speed"/],
   ];
   for (const [args, env, message] of cases) {

@@ -123,7 +123,7 @@ test('routing-policy syntax, and the configuration names the variable or flag on
   assert.deepEqual(parseRoutingPolicy('kv').kind, 'kv');
   const t = parseRoutingPolicy(' ttft:decode_weight=0.5:prior_tokens_per_sec=20000 ');
   assert.deepEqual(t, { kind: 'ttft', params: { ...TTFT_DEFAULTS, decode_weight: 0.5, prior_tokens_per_sec: 20000 } });
-  assert.throws(() => parseRoutingPolicy('fast'), /unknown routing policy "fast" \(known: kv, ttft\)/);
+  assert.throws(() => parseRoutingPolicy('fast'), /unknown routing policy "fast" \(known: kv, ttft, ray_prefix_affinity\)/);
   assert.throws(() => parseRoutingPolicy('ttft:prior_tokens_per_sec=0'), /must be a finite number >= 0, not 0/);
   assert.throws(() => parseRoutingPolicy('ttft:decode_weight'), /"decode_weight" must be a finite number/);
   assert.throws(() => parseRoutingPolicy('kv:x=1'), /kv takes no parameters/);

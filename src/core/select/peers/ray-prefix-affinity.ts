@@ -85,9 +85,19 @@ export function createRayPrefixAffinityPolicy(partition: PolicyPartition, params
     tree.evictionPass(thresholdBlocks, targetBlocks);
     nextEviction = now + p.eviction_interval_secs * MS;
   };
+  // each rank's tenant by worker id then dp rank, so a pick builds no rank key string (at 128
+  // ranks that was 6% of a selection); as bounded as the tenants
+  const byWorker = new Map<bigint, Map<number, Tenant>>();
+  const tenantFor = (workerId: bigint, dpRank: number): Tenant => {
+    let ranks = byWorker.get(workerId);
+    if (ranks === undefined) byWorker.set(workerId, ranks = new Map());
+    let t = ranks.get(dpRank);
+    if (t === undefined) ranks.set(dpRank, t = tree.addTenant(rankKeyOf(workerId, dpRank)));
+    return t;
+  };
   const tenantOf = (row: PickerRow): Tenant => {
     const w = row.candidate.worker();
-    return tree.addTenant(rankKeyOf(w.workerId, w.dpRank));
+    return tenantFor(w.workerId, w.dpRank);
   };
 
   const picker: WorkerPicker = {
@@ -120,9 +130,14 @@ export function createRayPrefixAffinityPolicy(partition: PolicyPartition, params
     filters: Object.freeze([]), scorers: Object.freeze([]), picker,
     onBooked(b: BookedPrompt) {
       maybeEvict();
-      tree.insert(tree.addTenant(rankKeyOf(b.workerId, b.dpRank)), b.prefixWords, b.prefixWords.length >> 1, clock.now());
+      tree.insert(tenantFor(b.workerId, b.dpRank), b.prefixWords, b.prefixWords.length >> 1, clock.now());
     },
-    onRankRemoved(workerId: bigint, dpRank: number) { tree.removeTenant(rankKeyOf(workerId, dpRank)); },
+    onRankRemoved(workerId: bigint, dpRank: number) {
+      const ranks = byWorker.get(workerId);
+      ranks?.delete(dpRank);
+      if (ranks?.size === 0) byWorker.delete(workerId);
+      tree.removeTenant(rankKeyOf(workerId, dpRank));
+    },
     tree,
   });
 }

@@ -3,7 +3,7 @@
  * end in the core (schema parse, prompt hashing in wasm, tiered match, load projection, cost,
  * pick, booking), against the wasm hashing + match alone as the interop-cost baseline.
  *
- *   node build/dist/bench/select.bench.js [--workers 8,32,128,1024,8000] [--tokens 2048]
+ *   node build/dist/bench/select.bench.js [--workers 8,32,128,1024,8000] [--tokens 2048] [--routing-policy NAME]
  *
  * Setup per W: W workers (dp 1, block size 16), each holding a random-length prefix (0..100%)
  * of one of 4 shared 2048-token conversations in its device tier, and 16 live bookings spread
@@ -24,9 +24,9 @@ function arg(name: string, dflt: string): string {
   return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : dflt;
 }
 
-function setup(workers: number, tokens: number) {
+function setup(workers: number, tokens: number, routingPolicy: string) {
   const r = seededRng(workers).next;
-  const core = SelectionCore.newLocal(parseRouterConfig({}), { rng: seededRng(1) });
+  const core = SelectionCore.newLocal(parseRouterConfig(routingPolicy ? { SELECT_SERVICE_ROUTING_POLICY: routingPolicy } : {}), { rng: seededRng(1) });
   const convs = Array.from({ length: 4 }, () => Array.from({ length: tokens }, () => Math.floor(r() * 128_000)));
   for (let w = 1; w <= workers; w++) core.upsertWorker({ worker_id: w, model_name: 'm', endpoint: `http://w${w}`, block_size: BS, kv_events_endpoint: `tcp://127.0.0.1:${20000 + w}` });
   const part = core.partition('m', 'default')!;
@@ -43,9 +43,10 @@ function setup(workers: number, tokens: number) {
 async function main(): Promise<void> {
   const workerCounts = arg('--workers', '8,32,128,1024,8000').split(',').map(Number);
   const tokens = Number(arg('--tokens', '2048'));
+  const routingPolicy = arg('--routing-policy', '');
   const rows: string[] = ['| case | p50 µs | p99 µs | ops/s |', '|---|---|---|---|'];
   for (const W of workerCounts) {
-    const { core, prompts } = setup(W, tokens);
+    const { core, prompts } = setup(W, tokens, routingPolicy);
     for (let i = 0; i < 16; i++) await core.selectAndReserve({ model_name: 'm', selection_id: `live-${i}`, token_ids: prompts[i] });
     let k = 0, id = 0;
     const part = core.partition('m', 'default')!;

@@ -101,7 +101,7 @@ export const FLAGS: readonly Flag[] = [
   { name: '--log-level', value: 'LEVEL', default: 'info', help: LOG_LEVELS.join(', ') },
   { name: '--workers-file', value: 'PATH', default: 'none', help: 'JSON array of worker records to keep the catalog in sync with' },
   { name: '--kv-feed-silence-secs', value: 'SECS', default: '30', help: 'KV-feed health window: warn about a rank not connected, disconnected or silent this long' },
-  { name: '--routing-policy', value: 'NAME', default: 'env', help: 'kv (Dynamo\'s cost, the default), ttft, llmd (llm-d\'s scheduler) or sglang_cache_aware (SGLang\'s router), as NAME[:name=value...]; overrides SELECT_SERVICE_ROUTING_POLICY' },
+  { name: '--routing-policy', value: 'NAME', default: 'env', help: 'kv (Dynamo\'s cost, the default), ttft, llmd (llm-d\'s scheduler), sglang_cache_aware (SGLang\'s router) or ray_prefix_affinity (Ray Serve LLM\'s), as NAME[:name=value...]; overrides SELECT_SERVICE_ROUTING_POLICY' },
   { name: '--kv-events-max-message-bytes', value: 'N', default: '67108864', help: 'KV-event messages above this size are dropped (and counted)' },
   { name: '--kv-events-turn-ms', value: 'MILLIS', default: String(DEFAULT_KV_TURN_MS),
     help: `busy time KV-event ingestion may hold the event loop before selections get a turn (${MIN_KV_TURN_MS}-${MAX_KV_TURN_MS}; shorter: lower selection latency, less ingestion throughput)` },

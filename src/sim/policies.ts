@@ -18,7 +18,7 @@ import { PolicyRegistry, WorkerInputs, type PolicyFactory, type WorkerPicker, ty
 import { pickByCost } from '../core/select/selector.js';
 import type { SessionAffinityConfig } from '../core/options.js';
 import { EXAMPLE_SCORER, compileScorer } from './custom-scorer.js';
-import { ROUTING_POLICIES, isRoutingPolicy, policyParams } from '../core/select/routing-policy.js';
+import { ROUTING_POLICIES, isRoutingPolicy, paramValues, policyParams } from '../core/select/routing-policy.js';
 
 /** The simulator's own policies (the core's named routing policies are the others). */
 const SIM_KINDS = ['round_robin', 'random', 'least_loaded', 'session_affinity', 'custom'] as const;
@@ -61,7 +61,7 @@ function parsePolicy(text: string): PolicySpec {
   const params: Record<string, number> = {};
   // a named routing policy other than kv: its own parameter table, as --routing-policy parses it
   if (kind !== 'kv' && isRoutingPolicy(kind)) {
-    const given = Object.fromEntries(kvs.map((kv) => { const [k, v] = kv.split('='); return [k, v === undefined || v === '' ? NaN : Number(v)]; }));
+    const given = paramValues(kvs);
     try { policyParams(kind, given); } catch (err) { throw new Error(`policy "${text}": ${(err as Error).message}`); }
     return { label: text, kind, params: given };
   }

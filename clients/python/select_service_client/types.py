@@ -250,6 +250,8 @@ class WorkerFields(Wire):
     data_parallel_start_rank: Optional[int] = None
     data_parallel_size: Optional[int] = None
     max_num_batched_tokens: Optional[int] = None
+    max_num_seqs: Optional[int] = None
+    """The engine's limit of running requests (vLLM ``--max-num-seqs``), read by the ``ttft`` policy."""
     total_kv_blocks: Optional[int] = None
     stable_routing_id: Optional[str] = None
     is_eagle: Optional[bool] = None

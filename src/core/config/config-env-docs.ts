@@ -47,7 +47,7 @@ const ENV_HELP: Readonly<Record<ConfigField, string>> = {
   activeRequestExpirySecs: 'a booking still held this many seconds after it was made is dropped (a missing or 0 value means 300)',
   overlapRefreshAfterSecs: 'a request that waited in the queue longer than this re-reads its cache overlap before the pick (seconds; 0 = never)',
   workerSelectionPolicy: 'name of the worker-selection policy (default: the built-in cost function; embedders register their own)',
-  routingPolicy: 'routing policy: kv (Dynamo\'s cost, the default), ttft, llmd (llm-d\'s scheduler) or sglang_cache_aware (SGLang\'s router), with parameters as ttft:key=value (same as --routing-policy)',
+  routingPolicy: 'routing policy: kv (Dynamo\'s cost, the default), ttft, llmd (llm-d\'s scheduler), sglang_cache_aware (SGLang\'s router) or ray_prefix_affinity (Ray Serve LLM\'s), with parameters as ttft:key=value (same as --routing-policy)',
 };
 
 /** The deprecated overlap-weight spellings (`DEPRECATED_OVERLAP_WEIGHT_VARS`). */

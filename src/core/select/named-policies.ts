@@ -11,6 +11,7 @@ import type { RoutingPolicyKind } from './routing-policy.js';
 import { createTtftPolicy } from './ttft.js';
 import { createLlmdPolicy } from './peers/llmd.js';
 import { createSglangCacheAwarePolicy } from './peers/sglang-cache-aware.js';
+import { createRayPrefixAffinityPolicy } from './peers/ray-prefix-affinity.js';
 
 /** What a named policy may read of its partition. */
 export interface RoutingInputs {
@@ -32,5 +33,6 @@ export function createRoutingPolicy(kind: RoutingPolicyKind, partition: PolicyPa
     case 'ttft': return createTtftPolicy(partition, params, inputs);
     case 'llmd': return createLlmdPolicy(params);
     case 'sglang_cache_aware': return createSglangCacheAwarePolicy(partition, params, inputs);
+    case 'ray_prefix_affinity': return createRayPrefixAffinityPolicy(partition, params, inputs);
   }
 }

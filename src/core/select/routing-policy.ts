@@ -16,8 +16,23 @@ export const TTFT_DEFAULTS = Object.freeze({
 export type TtftParams = { -readonly [K in keyof typeof TTFT_DEFAULTS]: number };
 
 /**
+ * Parameters of `ray_prefix_affinity` (select/peers/ray-prefix-affinity.ts): Ray Serve LLM's
+ * `PrefixCacheAffinityRouter.initialize_state` defaults (Ray 2.58.0), its character counts as
+ * tokens (4 characters a token); `do_eviction` is 0 or 1.
+ */
+export const RAY_PREFIX_AFFINITY_DEFAULTS = Object.freeze({
+  imbalanced_threshold: Infinity,
+  match_rate_threshold: 0.1,
+  do_eviction: 0,
+  eviction_threshold_tokens: 100_000,
+  eviction_target_tokens: 90_000,
+  eviction_interval_secs: 10,
+});
+
+/**
  * One named policy's parameters: defaults, and the rules beyond "a finite number >= 0" that some
- * of them obey (`positive`: not 0; `fraction`: at most 1; `integer`).
+ * of them obey (`positive`: not 0; `fraction`: at most 1; `integer`; `unbounded`: may also be
+ * `inf`, i.e. off).
  */
 export interface PolicyParamTable {
   readonly defaults: Readonly<Record<string, number>>;
@@ -26,6 +41,8 @@ export interface PolicyParamTable {
   readonly integer?: readonly string[];
   /** Lower bounds above 0 (the peer rejects values below them). */
   readonly min?: Readonly<Record<string, number>>;
+  /** Parameters that may also be `inf` (unbounded). */
+  readonly unbounded?: readonly string[];
 }
 
 /** Every named policy and its parameter table (`kv` takes its settings from `DYN_ROUTER_*`). */
@@ -43,6 +60,11 @@ export const ROUTING_POLICY_PARAMS = Object.freeze({
     defaults: { cache_threshold: 0.3, balance_abs_threshold: 64, balance_rel_threshold: 1.5, eviction_interval_secs: 120, max_tree_size: 2 ** 26 },
     fraction: ['cache_threshold'], positive: ['eviction_interval_secs', 'max_tree_size'],
     integer: ['balance_abs_threshold', 'eviction_interval_secs', 'max_tree_size'], min: { balance_rel_threshold: 1 },
+  },
+  // Ray Serve LLM's PrefixCacheAffinityRouter (select/peers/ray-prefix-affinity.ts)
+  ray_prefix_affinity: {
+    defaults: RAY_PREFIX_AFFINITY_DEFAULTS, fraction: ['match_rate_threshold', 'do_eviction'],
+    integer: ['do_eviction', 'eviction_threshold_tokens', 'eviction_target_tokens'], unbounded: ['imbalanced_threshold'],
   },
 } satisfies Record<string, PolicyParamTable>);
 
@@ -62,8 +84,15 @@ export function parseRoutingPolicy(text: string): { kind: RoutingPolicyKind; par
   const [kind, ...kvs] = text.trim().split(':');
   if (!isRoutingPolicy(kind)) throw new Error(`unknown routing policy "${kind}" (known: ${ROUTING_POLICIES.join(', ')})`);
   if (kind === 'kv' && kvs.length > 0) throw new Error('routing policy kv takes no parameters here (use the DYN_ROUTER_* cost settings)');
-  const given = Object.fromEntries(kvs.map((kv) => { const [k, v] = kv.split('='); return [k, v === undefined || v === '' ? NaN : Number(v)]; }));
-  return { kind, params: policyParams(kind, given) };
+  return { kind, params: policyParams(kind, paramValues(kvs)) };
+}
+
+/** `key=value` texts as numbers (`inf` and `Infinity` are Infinity; a missing value is NaN). */
+export function paramValues(kvs: readonly string[]): Record<string, number> {
+  return Object.fromEntries(kvs.map((kv) => {
+    const [k, v] = kv.split('=');
+    return [k, v === undefined || v === '' ? NaN : v === 'inf' ? Infinity : Number(v)];
+  }));
 }
 
 /** `given` over `kind`'s defaults; throws an Error naming an unknown or bad parameter. */
@@ -77,8 +106,9 @@ export function policyParams(kind: RoutingPolicyKind, given: Readonly<Record<str
     }
     const positive = t.positive?.includes(k) ?? false, fraction = t.fraction?.includes(k) ?? false, integer = t.integer?.includes(k) ?? false;
     const min = t.min?.[k] ?? 0;
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < min || (positive && v === 0) || (fraction && v > 1) || (integer && !Number.isInteger(v))) {
-      const rule = `${integer ? 'an integer' : 'a finite number'} ${fraction ? 'in [0, 1]' : `>= ${min}`}${positive ? ', not 0' : ''}`;
+    const unbounded = (t.unbounded?.includes(k) ?? false) && v === Infinity;
+    if (typeof v !== 'number' || (!Number.isFinite(v) && !unbounded) || v < min || (positive && v === 0) || (fraction && v > 1) || (integer && !unbounded && !Number.isInteger(v))) {
+      const rule = `${integer ? 'an integer' : 'a finite number'} ${fraction ? 'in [0, 1]' : `>= ${min}`}${positive ? ', not 0' : ''}${t.unbounded?.includes(k) ? ', or inf' : ''}`;
       throw new Error(`${kind}: parameter "${k}" must be ${rule} (got ${String(v)})`);
     }
     p[k] = v;

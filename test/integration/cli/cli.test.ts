@@ -118,7 +118,7 @@ test('invalid flags and environment exit 2 with a message naming the problem', a
     [['--log-level', 'loud'], {}, /--log-level: must be one of/],
     [[], { DYN_ROUTER_TEMPERATURE: 'warm' }, /DYN_ROUTER_TEMPERATURE: must be a number/],
     [[], { DYN_ROUTER_QUEUE_POLICY: 'random' }, /DYN_ROUTER_QUEUE_POLICY: must be one of fcfs, lcfs, wspt/],
-    [['--routing-policy', 'fastest'], {}, /--routing-policy: unknown routing policy "fastest" \(known: kv, ttft, llmd, sglang_cache_aware\)/],
+    [['--routing-policy', 'fastest'], {}, /--routing-policy: unknown routing policy "fastest" \(known: kv, ttft, llmd, sglang_cache_aware, ray_prefix_affinity\)/],
     [[], { SELECT_SERVICE_ROUTING_POLICY: 'ttft:speed=2' }, /SELECT_SERVICE_ROUTING_POLICY: ttft: unknown parameter "speed"/],
     [['--routing-policy', 'llmd:prefix_min_max=0.5'], {}, /--routing-policy: llmd: parameter "prefix_min_max" must be an integer in \[0, 1\] \(got 0.5\)/],
   ];

@@ -5,6 +5,8 @@ import { type CoreOptions } from '../../../src/core/options.js';
 import { parseRouterConfig } from '../../../src/core/config/config.js';
 import { SelectionError } from '../../../src/core/errors.js';
 import assert from 'node:assert/strict';
+import { CandidateRowView, type CandidateView } from '../../../src/core/select/policy.js';
+import type { Candidate } from '../../../src/core/select/selector.js';
 
 export class ManualClock {
   t = 0;
@@ -49,3 +51,12 @@ export const QUEUE_LIMIT_POLICY = {
     { name: 'latency', quantum: 1, prefill_busy_threshold: 0, request_queue_limit_per_worker: 0 },
   ],
 };
+
+/** A candidate view over a row with every field neutral but those given (policies' unit tests). */
+export function candidateView(o: Partial<Candidate> & { workerId: bigint }): CandidateView {
+  return new CandidateRowView({
+    dpRank: 0, taints: [], deviceBlocks: 0, hostExtBlocks: 0, diskExtBlocks: 0, sharedBeyondDeviceBlocks: 0, cachedTokens: 0,
+    hasLoad: true, activePrefillTokens: 0, potentialDecodeBlocks: 0, activeRequests: 0, prefillPendingRequests: 0,
+    totalKvBlocks: null, maxNumBatchedTokens: null, ...o,
+  });
+}

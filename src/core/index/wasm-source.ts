@@ -4,14 +4,15 @@
  * host hands over (`useWasmModule`) has the embedded build's imports and exports, read from the
  * embedded bytes (a runtime that refuses to compile them can still read them).
  */
-import { wasmBase64 } from '../../generated/wasm-bytes.js';
+import { wasmDeflatedBase64, wasmSize } from '../../generated/wasm-bytes.js';
+import { inflateRaw } from './inflate.js';
 
-/** The embedded build's bytes (build/wasm/select.wasm, embedded as base64 by scripts/build.mjs). */
+/** The embedded build's bytes (build/wasm/select.wasm, embedded deflated and base64 by scripts/build.mjs). */
 export function embeddedBytes(): Uint8Array {
-  const bin = atob(wasmBase64);
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
+  const bin = atob(wasmDeflatedBase64);
+  const deflated = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) deflated[i] = bin.charCodeAt(i);
+  return inflateRaw(deflated, wasmSize);
 }
 
 /** A reader of a module's bytes: unsigned LEB128 numbers and names at a moving offset. */

@@ -1,16 +1,16 @@
 /**
- * The raw-DEFLATE decoder that unpacks the embedded wasm module, against zlib's encoder: every
- * block type (stored, fixed, dynamic), long matches and far distances, the embedded module
- * itself, and input that is cut short or names the wrong size.
+ * How the embedded wasm module is unpacked: the base-91 text decoder against the build's encoder
+ * (scripts/base91.mjs), the raw-DEFLATE decoder against zlib's encoder (every block type, long
+ * matches and far distances, input cut short or the wrong size), and the embedded module itself.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { constants, deflateRawSync } from 'node:zlib';
 import { inflateRaw } from '../../../src/core/index/inflate.js';
-import { embeddedBytes } from '../../../src/core/index/wasm-source.js';
+import { embeddedBytes, fromBase91 } from '../../../src/core/index/wasm-source.js';
 import { seededRng } from '../../../src/core/random.js';
 
 // compiled to build/dist/test/unit/core/: five levels up is the project root
@@ -45,6 +45,19 @@ test('inflateRaw decodes what zlib deflates: dynamic, fixed and stored blocks', 
     roundTrip(data, { strategy: constants.Z_FIXED }); // fixed codes only
     roundTrip(data, { strategy: constants.Z_HUFFMAN_ONLY }); // literals only
     roundTrip(data, { strategy: constants.Z_RLE }); // distance 1 only
+  }
+});
+
+test('fromBase91 reads what the build writes: every length, at most one trailing zero byte of padding', async () => {
+  const { base91 } = await import(pathToFileURL(join(root, 'scripts/base91.mjs')).href) as { base91(b: Uint8Array): string };
+  const rng = seededRng(5), bytes = new Uint8Array(300);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = i < 8 ? 0xff : Math.floor(rng.next() * 256);
+  for (let n = 0; n <= bytes.length; n++) {
+    const text = base91(bytes.subarray(0, n)), back = fromBase91(text);
+    assert.match(text, /^[ !#-&(-[\]-_a-~]*$/, 'printable ASCII, no quote, backslash or backquote');
+    assert.equal(text.length, 2 * Math.ceil((8 * n) / 13));
+    assert.deepEqual(back.subarray(0, n), bytes.subarray(0, n));
+    assert.ok(back.length === n || (back.length === n + 1 && back[n] === 0), `${n} bytes came back as ${back.length}`);
   }
 });
 

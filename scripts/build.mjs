@@ -37,7 +37,7 @@ function run(cmd, argv) {
 }
 
 const srcTime = Math.max(newest(join(root, 'src')), newest(join(root, 'test')), newest(join(root, 'bench')),
-  newest(join(root, 'web')), mtime(join(root, 'tsconfig.json')), mtime(join(root, 'package.json')));
+  newest(join(root, 'web')), newest(join(root, 'scripts')), mtime(join(root, 'tsconfig.json')), mtime(join(root, 'package.json')));
 const asTime = Math.max(newest(join(root, 'assembly')), mtime(join(root, 'asconfig.json')));
 const stale = !args.has('--if-stale') || mtime(wasmOut) < asTime || mtime(embedOut) < asTime
   || mtime(cliOut) < srcTime || mtime(embedOut) < mtime(wasmOut) || mtime(wasmFileOut) < mtime(wasmOut) || mtime(webOut) < mtime(cliOut);

@@ -4,10 +4,12 @@
 //   page code, the Web Worker's bundle as text (started from a blob URL) and a sample trace, so
 //   the page also works from file:// (where Chromium blocks module scripts, fetch and Worker URLs);
 // - build/browser/select-service.js: the `select-service/browser` export (an ES module).
+// Prints the size of each, raw and gzipped (zlib level 9), so a build shows what a change cost.
 import { build } from 'esbuild';
 import { readFileSync, writeFileSync, mkdirSync, copyFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { gzipSync } from 'node:zlib';
 
 /**
  * zod's JSON Schema conversion (`toJSONSchema`, Standard Schema's `jsonSchema`), left out of the
@@ -38,6 +40,9 @@ const zodWithoutJsonSchema = {
   },
 };
 
+/** What the `select-service/browser` bundle may weigh (test/unit/browser-bundle.test.ts holds it there). */
+const BROWSER_LIMIT = 300 * 1024;
+
 /** Requests of the Mooncake conversation trace embedded as the page's sample. */
 const SAMPLE_REQUESTS = 2000;
 
@@ -61,4 +66,9 @@ export async function bundleWeb(root) {
     plugins: [zodWithoutJsonSchema],
   });
   writeFileSync(join(out, 'BUILT'), `${new Date().toISOString()}\n`);
+  for (const [file, limit] of [[join(out, 'sim-page.js')], [join(root, 'build/browser/select-service.js'), BROWSER_LIMIT]]) {
+    const bytes = readFileSync(file), n = (x) => x.toLocaleString('en-US');
+    const budget = limit === undefined ? '' : `, ${n(limit - bytes.length)} under the ${n(limit)}-byte limit`;
+    console.log(`${relative(root, file)}: ${n(bytes.length)} bytes, ${n(gzipSync(bytes, { level: 9 }).length)} gzipped${budget}`);
+  }
 }

@@ -37,6 +37,19 @@ export interface BookingInput {
   expectedOutputTokens?: number;
   islTokens: number;
   loraName?: string;
+  /** When the booking was admitted (clock ms); default now. A booking repaired from a replica peer keeps its age, so it expires with the original. */
+  admittedAt?: number;
+}
+
+/** What a replica peer needs to book the same request again (anti-entropy repair). */
+export interface BookingSnapshot {
+  /** The prompt's tracking hashes as (lo, hi) words (output blocks, which are local, left out). */
+  seq: Uint32Array;
+  prefillTokens: number;
+  prefillDone: boolean;
+  admittedAt: number;
+  expectedOutputTokens?: number;
+  loraName?: string;
 }
 
 /** What a prefill completion reports (see {@link ActiveLoads.prefillComplete}). */
@@ -51,6 +64,8 @@ interface Booking {
   /** Prompt then output hashes, as word pairs (output blocks appended). */
   words: Uint32Array;
   nBlocks: number;
+  /** The prompt's blocks (the first of `nBlocks`; output blocks follow). */
+  readonly promptBlocks: number;
   prefillTokens: number;
   prefillDone: boolean;
   /** The prompt tokens the rank had not cached (booked or not), until the first prefill completion reports them. */
@@ -174,6 +189,19 @@ export class ActiveLoads {
     return b ? { workerId: this.rowWorker[b.row], dpRank: this.rowRank[b.row] } : undefined;
   }
 
+  /** A live booking as a replica peer would book it again (undefined when unknown). */
+  snapshot(id: string): BookingSnapshot | undefined {
+    const b = this.byId.get(id);
+    if (!b) return undefined;
+    return {
+      seq: b.words.slice(0, 2 * b.promptBlocks), prefillTokens: b.prefillTokens, prefillDone: b.prefillDone, admittedAt: b.admittedAt,
+      expectedOutputTokens: b.expectedOutputTokens, loraName: b.loraName,
+    };
+  }
+
+  /** Whether a live booking still counts its prefill tokens (false when unknown or done). */
+  prefillPending(id: string): boolean { return this.byId.get(id)?.prefillDone === false; }
+
   /** Number of live bookings. */
   get size(): number { return this.byId.size; }
 
@@ -195,8 +223,8 @@ export class ActiveLoads {
     for (let i = 0; i < n; i++) blocks.inc(words[2 * i], words[2 * i + 1], row);
     const prefill = input.trackPrefillTokens && input.prefillTokens > 0 ? input.prefillTokens : 0;
     const b: Booking = {
-      id, row, words, nBlocks: n, prefillTokens: prefill, prefillDone: prefill === 0, uncachedTokens: Math.max(input.prefillTokens, 0),
-      admittedAt: this.o.clock.now(), expectedOutputTokens: input.expectedOutputTokens, loraName: input.loraName,
+      id, row, words, nBlocks: n, promptBlocks: n, prefillTokens: prefill, prefillDone: prefill === 0, uncachedTokens: Math.max(input.prefillTokens, 0),
+      admittedAt: input.admittedAt ?? this.o.clock.now(), expectedOutputTokens: input.expectedOutputTokens, loraName: input.loraName,
     };
     this.prefill[row] += prefill;
     (this.rowRequests[row] as Map<string, Booking>).set(id, b);

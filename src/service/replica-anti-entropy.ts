@@ -38,6 +38,8 @@ export interface RepairStats {
   added: number; dropped: number; freesResent: number; prefillsCompleted: number;
   /** Bytes of anti-entropy messages, by direction. */
   bytesSent: number; bytesReceived: number;
+  /** Booking rows hashed into the digest (one per change of a row; none while nothing changes). */
+  rowsHashed: number;
 }
 
 /** Chunk sizes of the replies (well under the decoder's bounds). */
@@ -50,7 +52,9 @@ interface Pending {
 }
 
 export class AntiEntropy {
-  readonly stats: RepairStats = { digestsSent: 0, digestMatches: 0, digestMismatches: 0, added: 0, dropped: 0, freesResent: 0, prefillsCompleted: 0, bytesSent: 0, bytesReceived: 0 };
+  private readonly counts: Omit<RepairStats, 'rowsHashed'> = {
+    digestsSent: 0, digestMatches: 0, digestMismatches: 0, added: 0, dropped: 0, freesResent: 0, prefillsCompleted: 0, bytesSent: 0, bytesReceived: 0,
+  };
   readonly book: DigestBook;
   private round = 0;
   private nextReq = 1;
@@ -62,6 +66,13 @@ export class AntiEntropy {
   constructor(private readonly host: RepairHost, private readonly views: PeerViews, readonly tombstones: Tombstones,
     private readonly drops: ReplicaDrops, private readonly send: (m: RepairBody) => void, private readonly intervalMs: () => number) {
     this.book = new DigestBook(host);
+  }
+
+  get stats(): RepairStats { return { ...this.counts, rowsHashed: this.book.hashed }; }
+
+  /** Counts the bytes of an anti-entropy message sent or received. */
+  countBytes(direction: 'sent' | 'received', n: number): void {
+    if (direction === 'sent') this.counts.bytesSent += n; else this.counts.bytesReceived += n;
   }
 
   private get me(): bigint { return this.host.replicaId; }
@@ -111,7 +122,7 @@ export class AntiEntropy {
       const final = i + CHUNK.groups >= groups.length;
       this.send({ kind: 'digest', round, final, sentLifecycle: sent.lifecycle, sentAffinity: sent.affinity, hears, groups: groups.slice(i, i + CHUNK.groups) });
     }
-    this.stats.digestsSent++;
+    this.counts.digestsSent++;
     this.expire();
   }
 
@@ -162,7 +173,7 @@ export class AntiEntropy {
         if (g.owner === m.from && !v.round.mentioned.has(gk)) for (const [id] of this.rowsOf(g.partitionKey, g.owner)) this.dropOwnerless(id, parts);
       }
     }
-    if (v.round.mismatch) this.stats.digestMismatches++; else this.stats.digestMatches++;
+    if (v.round.mismatch) this.counts.digestMismatches++; else this.counts.digestMatches++;
     if (!v.synced && !this.awaiting(m.from) && (!v.round.mismatch || v.repaired > 0)) v.synced = true;
   }
 
@@ -222,7 +233,7 @@ export class AntiEntropy {
       if (e.prefillDone && part.loads.prefillPending(id)) {
         const row = this.host.reservations.lookup(id)!;
         this.host.replicaEventOutcome({ ...bookingRef(part, id, row), kind: 'prefill_complete' });
-        this.stats.prefillsCompleted++;
+        this.counts.prefillsCompleted++;
         acted = true;
       }
     }
@@ -233,7 +244,7 @@ export class AntiEntropy {
       else if (!this.fetching.has(e.id)) fetch.push(e.id);
     }
     for (let i = 0; i < free.length; i += CHUNK.ids) this.send({ kind: 'free', ids: free.slice(i, i + CHUNK.ids) });
-    this.stats.freesResent += free.length;
+    this.counts.freesResent += free.length;
     for (let i = 0; i < fetch.length; i += CHUNK.ids) {
       const ids = fetch.slice(i, i + CHUNK.ids), req = this.nextReq++;
       for (const id of ids) this.fetching.set(id, this.now());
@@ -274,7 +285,7 @@ export class AntiEntropy {
     for (const b of m.items) {
       this.fetching.delete(b.id);
       if (this.host.reservations.state(b.id) !== undefined) continue;
-      if (this.tombstones.freedAfter(b.id, b.ageMs)) { this.send({ kind: 'free', ids: [b.id] }); this.stats.freesResent++; continue; }
+      if (this.tombstones.freedAfter(b.id, b.ageMs)) { this.send({ kind: 'free', ids: [b.id] }); this.counts.freesResent++; continue; }
       this.tombstones.delete(b.id);
       const seq = new BigUint64Array(b.seq.buffer, b.seq.byteOffset, b.seq.length / 2);
       const ev: LifecycleEvent = {
@@ -283,7 +294,7 @@ export class AntiEntropy {
       };
       const outcome = this.host.replicaEventOutcome(ev, b.owner);
       if (outcome !== 'applied') { this.drops.received(outcome); continue; }
-      this.stats.added++;
+      this.counts.added++;
       if (b.prefillDone) this.host.replicaEventOutcome({ ...part, requestId: b.id, workerId: b.workerId, dpRank: b.dpRank, loraName: b.loraName, kind: 'prefill_complete' });
     }
   }
@@ -302,7 +313,7 @@ export class AntiEntropy {
     const row = this.host.reservations.lookup(id);
     const part = row ? parts.get(row.partitionKey) : undefined;
     if (!row || !part) return;
-    if (this.host.replicaEventOutcome({ ...bookingRef(part, id, row), kind: 'free' }) === 'applied') this.stats.dropped++;
+    if (this.host.replicaEventOutcome({ ...bookingRef(part, id, row), kind: 'free' }) === 'applied') this.counts.dropped++;
     this.tombstones.record(id, true);
   }
 

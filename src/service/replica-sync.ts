@@ -186,7 +186,7 @@ export class ReplicaSync {
 
   private sendRepair(body: RepairBody): void {
     const payload = encodeRepair({ ...body, from: this.o.host.replicaId, seq: this.repairSeq++ } as RepairMessage);
-    this.antiEntropy.stats.bytesSent += payload.length;
+    this.antiEntropy.countBytes('sent', payload.length);
     this.enqueue(REPAIR_TOPIC, payload);
   }
 
@@ -243,7 +243,7 @@ export class ReplicaSync {
       } else if (topic === REPAIR_TOPIC) {
         const m = decodeRepair(frames[1]);
         if (m.from === me) { this.refuse('own'); return; }
-        this.antiEntropy.stats.bytesReceived += frames[1].length;
+        this.antiEntropy.countBytes('received', frames[1].length);
         const digest = m.kind === 'digest' ? { lifecycle: m.sentLifecycle, affinity: m.sentAffinity } : null;
         const { gap, lost } = this.views.repairArrived(m.from, endpoint, m.seq, digest, this.o.affinity);
         if (lost > 0) { this.stats.lost += lost; this.drops.received('lost', lost); }
@@ -296,6 +296,7 @@ export class ReplicaSync {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.timer);
+    this.antiEntropy.book.detach();
     // close() releases the port asynchronously; an awaited unbind (of the resolved endpoint: ZMQ
     // cannot unbind a wildcard) releases it before we return, so a restarted service can bind it
     const bound = this.pub.lastEndpoint;

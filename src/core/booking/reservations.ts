@@ -44,6 +44,9 @@ export interface ClaimToken {
   readonly partitionKey: string;
 }
 
+/** What {@link ReservationIndex.observe} is told: a booking row's id, the row before and after (undefined: none). */
+export type RowObserver<L = unknown> = (id: string, before: ReservationRow<L> | undefined, after: ReservationRow<L> | undefined) => void;
+
 /** A row as {@link ReservationIndex.sweep} returns it. */
 export interface SweptReservation<L = unknown> { id: string; row: ReservationRow<L> }
 
@@ -60,7 +63,7 @@ export class ReservationIndex<L = unknown> {
   private readonly slots = new Map<string, Slot<L>>();
   /** How removed bookings ended, by id (null: not remembered). */
   private readonly ended: ExpiringMap<ReservationEnd> | null;
-  private changes = 0;
+  private observer: RowObserver<L> | null = null;
 
   /** With `ended`, how removed bookings ended is remembered within those limits. */
   constructor(ended?: EndedOptions) {
@@ -88,7 +91,7 @@ export class ReservationIndex<L = unknown> {
       ? { partitionKey: token.partitionKey, workerId, dpRank, mirrored: false }
       : { partitionKey: token.partitionKey, workerId, dpRank, mirrored: false, lease };
     this.slots.set(token.id, { kind: 'booked', row });
-    this.changes++;
+    this.observer?.(token.id, undefined, row);
   }
 
   /** Drops a claim that did not book (failure path). No-op for a stale token. */
@@ -119,7 +122,7 @@ export class ReservationIndex<L = unknown> {
     const s = this.slots.get(id);
     if (s === undefined || s.kind !== 'booked') return undefined;
     this.slots.delete(id);
-    this.changes++;
+    this.observer?.(id, s.row, undefined);
     if (end !== undefined) this.ended?.set(id, end, endedBytes(id));
     return s.row;
   }
@@ -144,7 +147,7 @@ export class ReservationIndex<L = unknown> {
     const row: ReservationRow<L> = owner === undefined ? { partitionKey, workerId, dpRank, mirrored: true }
       : { partitionKey, workerId, dpRank, mirrored: true, owner };
     this.slots.set(id, { kind: 'booked', row });
-    this.changes++;
+    this.observer?.(id, s?.kind === 'booked' ? s.row : undefined, row);
     return true;
   }
 
@@ -154,10 +157,11 @@ export class ReservationIndex<L = unknown> {
   }
 
   /**
-   * Bumped whenever the set of booking rows changes (a commit, mirror, removal or sweep), so a
-   * reader that summarises the rows (replica anti-entropy) recomputes only after a change.
+   * Calls `fn` after every change of a booking row (a commit, mirror, removal or sweep) with the
+   * row before and after (undefined: none), so a summary of the rows (replica anti-entropy's
+   * digest) follows them at O(1) per change. One observer; a later call replaces it.
    */
-  get version(): number { return this.changes; }
+  observe(fn: RowObserver<L> | null): void { this.observer = fn; }
 
   /**
    * Ids of the booking rows (local and mirrored, all partitions) on `workerId`, on one rank when
@@ -182,9 +186,9 @@ export class ReservationIndex<L = unknown> {
       if (s.kind === 'booked' && !alive(id, s.row)) {
         this.slots.delete(id);
         dropped.push({ id, row: s.row });
+        this.observer?.(id, s.row, undefined);
       }
     }
-    if (dropped.length > 0) this.changes++;
     return dropped;
   }
 

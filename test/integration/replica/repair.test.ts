@@ -103,3 +103,45 @@ test('anti-entropy: a booking and a free missed while a peer was away are repair
     'B drops the phantom and learns the missed booking');
   assert.equal(active(b), 2);
 });
+
+test('ready means meshed: not ready while a peer is missing, ready once both ways connected and the first digests exchanged', async (t) => {
+  const pa = await reservedPort(), pb = await reservedPort();
+  const a = await replica(pa, [`tcp://127.0.0.1:${pb}`]);
+  t.after(async () => { await a.shutdown(); await b?.shutdown(); });
+  let b: SelectionService | null = null;
+  const r = a.ready();
+  assert.equal(r.ready, false, 'a worker is schedulable, but the peer is not there');
+  assert.deepEqual(r.replica_sync, { meshed: false, waiting: [`tcp://127.0.0.1:${pb}: not connected`] });
+  b = await replica(pb, [`tcp://127.0.0.1:${pa}`]);
+  await eventually(() => a.ready().ready && b!.ready().ready, 15_000, 'both meshed');
+  assert.deepEqual(a.ready().replica_sync, { meshed: true, waiting: [] });
+  // a booking made the moment A is ready reaches B without any repair
+  await a.selectAndReserve({ model_name: 'model', selection_id: 'first', token_ids: [1, 2, 3, 4] });
+  await eventually(() => b!.reservations.lookup('first') !== undefined, 5000, 'first booking on B');
+  assert.equal(b.replicaMetrics()!.repair.added, 0);
+});
+
+test('the ready wait is bounded: after --replica-sync-ready-timeout-secs ready anyway, flagged', async (t) => {
+  const missing = `tcp://127.0.0.1:${await reservedPort()}`;
+  const a = await new SelectionServiceBuilder(cfg).replicaSync(await reservedPort(), [missing], { readyTimeoutSecs: 0.5 }).build();
+  t.after(() => a.shutdown());
+  a.upsertWorker(W);
+  await eventually(() => a.ready().ready, 5000, 'ready after the timeout');
+  assert.deepEqual(a.replicaMetrics()!.mesh, { meshed: true, timedOut: true, waiting: [] });
+  assert.deepEqual(a.replicaMetrics()!.peers, [{ endpoint: missing, up: false }]);
+});
+
+test('messages a peer published and this replica never received are counted as lost', async (t) => {
+  const pa = await reservedPort(), pb = await reservedPort();
+  const a = await replica(pa, [`tcp://127.0.0.1:${pb}`]);
+  const b = await replica(pb, [`tcp://127.0.0.1:${pa}`]);
+  t.after(async () => { await a.shutdown(); await b.shutdown(); });
+  await eventually(() => a.ready().ready && b.ready().ready, 15_000, 'meshed');
+  b.deregisterReplicaPeer(`tcp://127.0.0.1:${pa}`);
+  await new Promise((r) => setTimeout(r, 300));
+  for (let i = 0; i < 5; i++) await a.selectAndReserve({ model_name: 'model', selection_id: `x${i}`, token_ids: [i, 2, 3, 4] });
+  b.registerReplicaPeer(`tcp://127.0.0.1:${pa}`);
+  await eventually(() => b.replicaStats()!.lost === 5, 10_000, 'five lost');
+  await eventually(() => active(b) === 5, 10_000, 'and repaired');
+  assert.deepEqual([...b.replicaMetrics()!.drops], [{ direction: 'received', reason: 'lost', count: 5 }]);
+});

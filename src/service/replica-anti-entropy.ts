@@ -18,18 +18,17 @@
  * and not asked about again until either side's bucket changes. Lifecycle events from peers pass
  * the tombstones first (an admission whose free came first is refused); frees leave tombstones.
  */
-import type { SelectionCore } from '../core/core.js';
 import type { Partition } from '../core/catalog/partition.js';
 import type { LifecycleEvent } from '../core/wire/events.js';
 import type { ReservationRow } from '../core/booking/reservations.js';
-import { DigestBook, bucketsFor, diffBuckets, groupKey, slotOf } from './replica-digest.js';
-import type { DigestGroup, ListEntry, PartRef, RepairBody, RepairBooking, RepairMessage } from './replica-repair-wire.js';
+import { DigestBook, bucketsFor, diffBuckets, groupKey } from './replica-digest.js';
+import type { DigestGroup, ListEntry, RepairBody, RepairMessage } from './replica-repair-wire.js';
+import { CHUNK, bookingsReply, bucketIndex, listReply, ref, rowsOf, type RepairHost } from './replica-repair-replies.js';
 import type { Tombstones } from './replica-tombstones.js';
 import type { PeerViews } from './replica-views.js';
 import type { ReplicaDrops } from './replica-drops.js';
 
-/** What anti-entropy reads and changes of the core. */
-export type RepairHost = Pick<SelectionCore, 'replicaId' | 'clock' | 'reservations' | 'partition' | 'partitionList' | 'replicaEventOutcome'>;
+export type { RepairHost } from './replica-repair-replies.js';
 
 /** Anti-entropy counters (metrics, tests, the bench). */
 export interface RepairStats {
@@ -42,8 +41,6 @@ export interface RepairStats {
   rowsHashed: number;
 }
 
-/** Chunk sizes of the replies (well under the decoder's bounds). */
-const CHUNK = { groups: 256, entries: 1024, ids: 512, bookings: 64 } as const;
 
 interface Pending {
   to: bigint; at: number; part: Partition;
@@ -56,6 +53,8 @@ export class AntiEntropy {
     digestsSent: 0, digestMatches: 0, digestMismatches: 0, added: 0, dropped: 0, freesResent: 0, prefillsCompleted: 0, bytesSent: 0, bytesReceived: 0,
   };
   readonly book: DigestBook;
+  /** Called when a digest arrives from a peer not heard lately (the host publishes its own digest soon). */
+  onPeerHeard: (() => void) | null = null;
   private round = 0;
   private nextReq = 1;
   private readonly pending = new Map<number, Pending>();
@@ -135,9 +134,9 @@ export class AntiEntropy {
     }
     switch (m.kind) {
       case 'digest': return this.onDigest(m);
-      case 'want': if (m.to === this.me) this.onWant(m); return;
+      case 'want': if (m.to === this.me) for (const r of listReply(this.host, m)) this.send(r); return;
       case 'list': if (m.to === this.me) this.onList(m); return;
-      case 'fetch': if (m.to === this.me) this.onFetch(m); return;
+      case 'fetch': if (m.to === this.me) for (const r of bookingsReply(this.host, m)) this.send(r); return;
       case 'bookings': if (m.to === this.me) this.onBookings(m); return;
       case 'free': { const parts = this.partsByKey(); for (const id of m.ids) this.onFree(id, parts); return; }
     }
@@ -146,6 +145,9 @@ export class AntiEntropy {
   private onDigest(m: Extract<RepairMessage, { kind: 'digest' }>): void {
     const v = this.views.get(m.from);
     if (m.round !== v.round.n) v.round = { n: m.round, gap: false, mentioned: new Set(), mismatch: false };
+    v.hears = new Set(m.hears);
+    // a peer that does not hear this replica yet (it has not subscribed) would never get our requests
+    const ask = v.hears.has(this.me);
     const mine = this.book.current();
     for (const g of m.groups) {
       const part = this.host.partition(g.modelName, g.routingGroup);
@@ -161,11 +163,12 @@ export class AntiEntropy {
       });
       if (diff.length === 0) continue;
       v.round.mismatch = true;
-      this.want(m.from, part, g.owner, g.n, diff, signatures);
+      if (ask) this.want(m.from, part, g.owner, g.n, diff, signatures);
     }
     if (!m.final) return;
-    v.hears = new Set(m.hears);
+    const returning = v.lastDigestAt < this.now() - 3 * this.intervalMs();
     v.lastDigestAt = this.now();
+    if (returning) this.onPeerHeard?.(); // a new or returning peer: it hears from us at once, not an interval later
     if (!v.round.gap) {
       // the sender's own groups it did not mention: it holds none of them any more
       const parts = this.partsByKey();
@@ -174,7 +177,16 @@ export class AntiEntropy {
       }
     }
     if (v.round.mismatch) this.counts.digestMismatches++; else this.counts.digestMatches++;
-    if (!v.synced && !this.awaiting(m.from) && (!v.round.mismatch || v.repaired > 0)) v.synced = true;
+    this.checkSynced(m.from);
+  }
+
+  /**
+   * The first exchange with a peer is done once its digest was compared and every request it
+   * caused is answered (its digest matched, or a repair was reconciled): `/ready` waits for it.
+   */
+  private checkSynced(from: bigint): void {
+    const v = this.views.get(from);
+    if (!v.synced && Number.isFinite(v.lastDigestAt) && !this.awaiting(from) && (!v.round.mismatch || v.repaired > 0)) v.synced = true;
   }
 
   private want(to: bigint, part: Partition, owner: bigint, n: number, buckets: number[], signatures: Map<number, string>): void {
@@ -189,22 +201,6 @@ export class AntiEntropy {
     this.send({ kind: 'want', to, req, part: ref(part), owner, n, buckets: fresh });
   }
 
-  private onWant(m: Extract<RepairMessage, { kind: 'want' }>): void {
-    const part = this.host.partition(m.part.modelName, m.part.routingGroup);
-    const entries: ListEntry[] = [];
-    if (part && part.blockSize === m.part.blockSize) {
-      const buckets = new Set(m.buckets), mask = m.n - 1, now = this.now();
-      for (const [id, row] of this.rowsOf(part.key, m.owner)) {
-        if (!buckets.has(bucketIndex(id, mask))) continue;
-        const snap = part.loads.snapshot(id);
-        entries.push({ id, workerId: row.workerId, dpRank: row.dpRank, ageMs: snap ? Math.max(0, Math.round(now - snap.admittedAt)) : 0, prefillDone: snap?.prefillDone ?? true });
-      }
-    }
-    for (let i = 0; i === 0 || i < entries.length; i += CHUNK.entries) {
-      this.send({ kind: 'list', to: m.from, req: m.req, done: i + CHUNK.entries >= entries.length, entries: entries.slice(i, i + CHUNK.entries) });
-    }
-  }
-
   private onList(m: Extract<RepairMessage, { kind: 'list' }>): void {
     const p = this.pending.get(m.req);
     if (!p || p.to !== m.from || !p.want) return;
@@ -214,6 +210,7 @@ export class AntiEntropy {
     if (p.gap) return; // a chunk went missing: the next digest asks again
     this.views.get(m.from).repaired++;
     this.reconcile(m.from, p.want, p.entries);
+    this.checkSynced(m.from);
   }
 
   private reconcile(from: bigint, w: NonNullable<Pending['want']>, entries: ListEntry[]): void {
@@ -259,24 +256,6 @@ export class AntiEntropy {
     }
   }
 
-  private onFetch(m: Extract<RepairMessage, { kind: 'fetch' }>): void {
-    const part = this.host.partition(m.part.modelName, m.part.routingGroup);
-    const items: RepairBooking[] = [];
-    const now = this.now();
-    for (const id of part && part.blockSize === m.part.blockSize ? m.ids : []) {
-      const row = this.host.reservations.lookup(id), snap = part!.loads.snapshot(id);
-      if (!row || row.partitionKey !== part!.key || !snap) continue;
-      items.push({
-        id, workerId: row.workerId, dpRank: row.dpRank, owner: ownerOf(row, this.me), ageMs: Math.max(0, Math.round(now - snap.admittedAt)),
-        prefillTokens: snap.prefillTokens, prefillDone: snap.prefillDone, expectedOutputTokens: snap.expectedOutputTokens ?? null,
-        loraName: snap.loraName ?? null, seq: snap.seq,
-      });
-    }
-    for (let i = 0; i === 0 || i < items.length; i += CHUNK.bookings) {
-      this.send({ kind: 'bookings', to: m.from, req: m.req, done: i + CHUNK.bookings >= items.length, items: items.slice(i, i + CHUNK.bookings) });
-    }
-  }
-
   private onBookings(m: Extract<RepairMessage, { kind: 'bookings' }>): void {
     const p = this.pending.get(m.req);
     if (!p || p.to !== m.from) return; // expired: the next digest asks again
@@ -297,6 +276,7 @@ export class AntiEntropy {
       this.counts.added++;
       if (b.prefillDone) this.host.replicaEventOutcome({ ...part, requestId: b.id, workerId: b.workerId, dpRank: b.dpRank, loraName: b.loraName, kind: 'prefill_complete' });
     }
+    if (m.done) this.checkSynced(m.from);
   }
 
   private onFree(id: string, parts: ReadonlyMap<string, Partition>): void {
@@ -317,12 +297,7 @@ export class AntiEntropy {
     this.tombstones.record(id, true);
   }
 
-  /** The rows of one (partition, owner) group, collected first (callers change the index while going through them). */
-  private rowsOf(partitionKey: string, owner: bigint): [string, ReservationRow][] {
-    const out: [string, ReservationRow][] = [];
-    for (const [id, row] of this.host.reservations.bookedRows()) if (row.partitionKey === partitionKey && ownerOf(row, this.me) === owner) out.push([id, row]);
-    return out;
-  }
+  private rowsOf(partitionKey: string, owner: bigint): [string, ReservationRow][] { return rowsOf(this.host, partitionKey, owner); }
 
   private partsByKey(): Map<string, Partition> { return new Map(this.host.partitionList().map((p) => [p.key, p])); }
 
@@ -341,9 +316,6 @@ export class AntiEntropy {
   }
 }
 
-const ref = (p: Partition): PartRef => ({ modelName: p.modelName, routingGroup: p.routingGroup, blockSize: p.blockSize });
-const ownerOf = (row: ReservationRow, me: bigint): bigint => (row.mirrored ? row.owner ?? 0n : me);
-const bucketIndex = (id: string, mask: number): number => slotOf(id) & mask;
 const bookingRef = (part: Partition, id: string, row: ReservationRow) => ({
   ...ref(part), requestId: id, workerId: row.workerId, dpRank: row.dpRank, loraName: null,
 });

@@ -86,6 +86,7 @@ export class ReplicaSync {
   private readonly inbound = new BoundedQueue<Inbound>(LIMITS.replicaLifecycleQueue);
   private readonly inAffinity = new BoundedQueue<AffinityEvent>(LIMITS.replicaAffinityQueue);
   private readonly timer: ReturnType<typeof setInterval>;
+  private soon: ReturnType<typeof setTimeout> | null = null;
   private pumping = false;
   private applying = false;
   private closed = false;
@@ -104,6 +105,9 @@ export class ReplicaSync {
       topics: o.affinity ? [LIFECYCLE_TOPIC, AFFINITY_TOPIC, REPAIR_TOPIC] : [LIFECYCLE_TOPIC, REPAIR_TOPIC],
       receiveHwm: this.limits.receiveHwm, logger: o.logger, onMessage: (ep, frames) => this.arrived(ep, frames),
     });
+    this.antiEntropy.onPeerHeard = () => this.digestSoon();
+    // a peer that just subscribed gets a digest at once, not an interval later
+    this.pub.events.on('handshake', () => this.digestSoon());
     this.timer = setInterval(() => this.tick(), interval);
     this.timer.unref();
   }
@@ -171,6 +175,13 @@ export class ReplicaSync {
       peers: this.peers.list().map((endpoint) => ({ endpoint, up: this.peers.connected(endpoint) && this.views.atEndpoint(endpoint) !== undefined })),
       mesh: this.meshState(),
     };
+  }
+
+  /** An extra digest 100 ms from now (its subscription has to reach the PUB first); one at a time. */
+  private digestSoon(): void {
+    if (this.soon !== null || this.closed) return;
+    this.soon = setTimeout(() => { this.soon = null; this.tick(); }, 100);
+    this.soon.unref();
   }
 
   private tick(): void {
@@ -296,6 +307,7 @@ export class ReplicaSync {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.timer);
+    if (this.soon !== null) clearTimeout(this.soon);
     this.antiEntropy.book.detach();
     // close() releases the port asynchronously; an awaited unbind (of the resolved endpoint: ZMQ
     // cannot unbind a wildcard) releases it before we return, so a restarted service can bind it

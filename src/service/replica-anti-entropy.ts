@@ -205,6 +205,8 @@ export class AntiEntropy {
     const p = this.pending.get(m.req);
     if (!p || p.to !== m.from || !p.want) return;
     p.entries.push(...m.entries);
+    // a list longer than this replica could ever hold is no honest answer: drop the request
+    if (p.entries.length > this.host.limits.maxBookings) { this.pending.delete(m.req); return; }
     if (!m.done) return;
     this.pending.delete(m.req);
     if (p.gap) return; // a chunk went missing: the next digest asks again

@@ -13,7 +13,7 @@ import { slotOf } from './replica-digest.js';
 import type { ListEntry, PartRef, RepairBody, RepairBooking, RepairMessage } from './replica-repair-wire.js';
 
 /** What anti-entropy reads and changes of the core. */
-export type RepairHost = Pick<SelectionCore, 'replicaId' | 'clock' | 'reservations' | 'partition' | 'partitionList' | 'replicaEventOutcome'>;
+export type RepairHost = Pick<SelectionCore, 'replicaId' | 'clock' | 'limits' | 'reservations' | 'partition' | 'partitionList' | 'replicaEventOutcome'>;
 
 /** Chunk sizes of the messages (well under the decoder's bounds). */
 export const CHUNK = { groups: 256, entries: 1024, ids: 512, bookings: 64 } as const;

@@ -15,6 +15,9 @@ import { LIMITS, defaultRouterConfig, type RouterConfig } from './core/config/co
 import { routerEnvNames, unknownEnvVars } from './core/config/config-env.js';
 import { routerEnvDocs } from './core/config/config-env-docs.js';
 import { validateZmqEndpoint } from './service/zmq-endpoint.js';
+import { MAX_DIGEST_MS, MIN_DIGEST_MS, replicaLimitRange, type ReplicaSyncLimits } from './service/replica-limits.js';
+
+const REPLICA_LIMIT_KEYS: readonly (keyof ReplicaSyncLimits)[] = ['digestIntervalMs', 'sendHwm', 'receiveHwm', 'readyTimeoutSecs', 'tombstoneTtlSecs', 'maxTombstones'];
 import { wrapText, wrapWords } from './cli-text.js';
 
 /** Pino levels accepted by `--log-level`. */
@@ -32,6 +35,8 @@ export interface CliOptions {
   readonly indexerPeers: readonly string[];
   readonly replicaSyncPort: number | null;
   readonly replicaSyncPeers: readonly string[];
+  /** `--replica-sync-*` limits given (absent = the mesh's defaults). */
+  readonly replicaSyncLimits: Readonly<Partial<ReplicaSyncLimits>>;
   readonly selectionCache: { readonly ttlSecs?: number; readonly maxEntries?: number; readonly maxBytes?: number };
   readonly assumeKvReuse: boolean | null;
   readonly trackingHash: string | null;
@@ -88,6 +93,15 @@ export const FLAGS: readonly Flag[] = [
   { name: '--indexer-peers', value: 'URLS', default: 'none', help: 'comma-separated HTTP base URLs to recover the index from at start-up' },
   { name: '--replica-sync-port', value: 'PORT', default: 'none', help: 'replica sync: bind a ZMQ PUB on tcp://*:PORT (1-65535)' },
   { name: '--replica-sync-peers', value: 'ENDPOINTS', default: 'none', help: 'comma-separated ZMQ endpoints of peer replicas; needs --replica-sync-port' },
+  { name: '--replica-sync-digest-ms', value: 'MS', default: String(LIMITS.replicaDigestIntervalMs),
+    help: `anti-entropy: publish a digest of the bookings held this often (${MIN_DIGEST_MS}-${MAX_DIGEST_MS}); peers repair what differs` },
+  { name: '--replica-sync-send-hwm', value: 'N', default: String(LIMITS.replicaSendHwm), help: 'replica messages queued per peer on send (ZMQ_SNDHWM); beyond, the newest are dropped and counted' },
+  { name: '--replica-sync-receive-hwm', value: 'N', default: String(LIMITS.replicaReceiveHwm), help: 'replica messages queued per peer on receipt (ZMQ_RCVHWM)' },
+  { name: '--replica-sync-ready-timeout-secs', value: 'SECS', default: String(LIMITS.replicaReadyTimeoutSecs),
+    help: 'after start-up, /ready waits at most this long for every peer to be meshed both ways (0 = no wait)' },
+  { name: '--replica-sync-tombstone-secs', value: 'SECS', default: String(LIMITS.replicaTombstoneTtlSecs),
+    help: 'how long freed booking ids are remembered (a free that overtakes its booking or that a peer missed still frees it)' },
+  { name: '--replica-sync-max-tombstones', value: 'N', default: String(LIMITS.replicaMaxTombstones), help: 'freed booking ids remembered at most' },
   { name: '--selection-cache-ttl-secs', value: 'SECS', default: '120', help: 'pending-selection cache TTL' },
   { name: '--selection-cache-max-entries', value: 'N', default: '4096', help: 'pending-selection cache entry limit' },
   { name: '--selection-cache-max-bytes', value: 'N', default: '268435456', help: 'pending-selection cache byte budget' },
@@ -257,6 +271,16 @@ export function parseCliArgs(argv: readonly string[], env: Readonly<Record<strin
   }
   // Ports: 0 and out-of-range replica ports are the builder's to reject (same message, same flag).
   const replicaSyncPort = num('--replica-sync-port', true, Number.MIN_SAFE_INTEGER);
+  const meshLimits: Partial<Record<keyof ReplicaSyncLimits, number>> = {};
+  for (const k of REPLICA_LIMIT_KEYS) {
+    const [flag, min, max, integer] = replicaLimitRange(k);
+    const v = num(flag, integer, min, max);
+    if (v !== null) meshLimits[k] = v;
+  }
+  for (const k of REPLICA_LIMIT_KEYS) {
+    const flag = replicaLimitRange(k)[0];
+    if (raw.has(flag) && !raw.has('--replica-sync-port')) problems.push(`${who(flag)}: requires --replica-sync-port`);
+  }
   if (replicaSyncPeers.length > 0 && !raw.has('--replica-sync-port')) problems.push(`${who('--replica-sync-peers')}: requires --replica-sync-port`);
   if (raw.has('--router-assume-kv-reuse') && raw.has('--no-router-assume-kv-reuse')) {
     problems.push('--router-assume-kv-reuse: cannot be used with --no-router-assume-kv-reuse');
@@ -293,6 +317,7 @@ export function parseCliArgs(argv: readonly string[], env: Readonly<Record<strin
     indexerPeers,
     replicaSyncPort,
     replicaSyncPeers,
+    replicaSyncLimits: meshLimits,
     selectionCache: Object.fromEntries(Object.entries(cache).filter(([, v]) => v !== undefined)),
     assumeKvReuse: raw.has('--router-assume-kv-reuse') ? true : raw.has('--no-router-assume-kv-reuse') ? false : null,
     trackingHash: str('--router-tracking-hash'),

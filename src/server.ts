@@ -57,7 +57,7 @@ export async function runServer(opts: CliOptions, config: RouterConfig, env: Rea
     .kvEvents({ maxMessageBytes: opts.kvEventsMaxMessageBytes, maxRanks, yieldBudgetMs: opts.kvEventsTurnMs ?? undefined })
     .limits(opts.limits).allowedEndpoints(opts.allowedEndpoints);
   if (auth) builder.peerToken(() => auth.outbound);
-  if (opts.replicaSyncPort !== null) builder.replicaSync(opts.replicaSyncPort, opts.replicaSyncPeers);
+  if (opts.replicaSyncPort !== null) builder.replicaSync(opts.replicaSyncPort, opts.replicaSyncPeers, opts.replicaSyncLimits);
   if (opts.sessionAffinity) builder.sessionAffinity(opts.sessionAffinity);
   if (opts.kvFeedSilenceSecs !== null) builder.kvFeedSilence(opts.kvFeedSilenceSecs);
   const service = await builder.build().catch((err: unknown) => { auth?.close(); throw err; });

@@ -37,7 +37,7 @@ import { Booker, type BookerContext } from './booking/booker.js';
 import { PendingSelectionCache } from './booking/pending.js';
 import { ReservationIndex, type ClaimToken } from './booking/reservations.js';
 import type { CoreOptions, SelectionEvent, SelectionRoute } from './options.js';
-import type { AffinityEvent, LifecycleEvent } from './wire/events.js';
+import type { AffinityEvent, LifecycleEvent, ReplicaEventOutcome } from './wire/events.js';
 import { MS, systemRng, type Rng } from './random.js';
 import type {
   DumpResponse, ModelLoadResponse, OverlapScoresResponse, PotentialLoad, ReservationResponse,
@@ -398,8 +398,10 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
     return { status: 'ok' };
   }
 
+  /** Frees a booking (published to replica peers); an id with no booking here is a 404, and still reported to `onUnknownFree`. */
   freeReservation(reservationId: string): StatusOk {
     this.live();
+    if (this.reservations.state(reservationId) === undefined) this.hooks.onUnknownFree?.(reservationId);
     const b = this.booking(reservationId);
     b.part.loads.free(reservationId);
     this.removeRow(reservationId, FREED);
@@ -503,38 +505,45 @@ export class SelectionCore extends WorkerCatalog implements SelectionApi, Schedu
    * booked in another partition. A peer admission replaces a stale row of the same partition;
    * mirrored bookings are indexed, so lifecycle calls here resolve them. Nothing is re-published.
    */
-  applyReplicaEvent(e: LifecycleEvent): boolean {
+  applyReplicaEvent(e: LifecycleEvent): boolean { return this.replicaEventOutcome(e) === 'applied'; }
+
+  /**
+   * {@link applyReplicaEvent}, saying why an event was dropped. `owner` is the `router_id` of the
+   * replica that admitted the booking (an admission's publisher, or the owner a repair names).
+   */
+  replicaEventOutcome(e: LifecycleEvent, owner?: bigint): ReplicaEventOutcome {
     const part = this.partitions.get(partitionKeyOf(e.modelName, e.routingGroup));
-    if (!part || part.blockSize !== e.blockSize) return false;
+    if (!part) return 'unknown_partition';
+    if (part.blockSize !== e.blockSize) return 'block_size_mismatch';
     const id = e.requestId;
     if (e.kind === 'add') {
-      if (!part.isSchedulable(e.workerId, e.dpRank)) return false;
+      if (!part.isSchedulable(e.workerId, e.dpRank)) return 'unknown_worker';
       const st = this.reservations.state(id);
-      if (st && (st.kind === 'claim' || st.partitionKey !== part.key)) return false;
-      if (!st && this.reservations.size() >= this.limits.maxBookings) { this.limitRejections.bookings++; return false; }
+      if (st && (st.kind === 'claim' || st.partitionKey !== part.key)) return 'id_conflict';
+      if (!st && this.reservations.size() >= this.limits.maxBookings) { this.limitRejections.bookings++; return 'booking_limit'; }
       if (part.loads.has(id)) part.loads.free(id);
       const seq = e.seq ?? new BigUint64Array(0);
       const ok = part.loads.book(id, e.workerId, e.dpRank, {
         seq: new Uint32Array(seq.buffer, seq.byteOffset, seq.length * 2), nBlocks: seq.length,
         trackPrefillTokens: e.trackPrefillTokens, prefillTokens: e.prefillTokens,
         expectedOutputTokens: e.expectedOutputTokens ?? undefined, islTokens: 0, loraName: e.loraName ?? undefined,
+        admittedAt: e.ageMs === undefined ? undefined : this.clock.now() - e.ageMs,
       });
-      if (ok) {
-        const prev = this.reservations.lookup(id);
-        if (prev) this.releaseLease(prev);
-        this.reservations.mirror(id, part.key, e.workerId, e.dpRank);
-      }
-      return ok;
+      if (!ok) return 'unknown_worker';
+      const prev = this.reservations.lookup(id);
+      if (prev) this.releaseLease(prev);
+      this.reservations.mirror(id, part.key, e.workerId, e.dpRank, owner);
+      return 'applied';
     }
     const row = this.reservations.lookup(id);
-    if (!row || row.partitionKey !== part.key || !part.loads.has(id)) return false;
+    if (!row || row.partitionKey !== part.key || !part.loads.has(id)) return 'unknown_booking';
     if (e.kind === 'prefill_complete') this.expectBlocks(part, row.workerId, row.dpRank, part.loads.prefillComplete(id));
     else {
       part.loads.free(id);
       this.removeRow(id, FREED_BY_PEER);
     }
     this.sched.drain(part);
-    return true;
+    return 'applied';
   }
 
   /**

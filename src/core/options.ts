@@ -41,6 +41,11 @@ export interface SelectionEvent {
 export interface CoreHooks {
   /** Called after a local admission, prefill completion (also repeated) and free. */
   onLifecycle?(ev: LifecycleEvent): void;
+  /**
+   * Called when a free (DELETE) names an id this core holds no booking for (nor an in-flight
+   * claim): replica sync still tells the peers, which may hold it (it answers 404 here).
+   */
+  onUnknownFree?(requestId: string): void;
   /** Called when a session binding is committed, rebound or refreshed (affinity on). */
   onAffinity?(ev: AffinityEvent): void;
   /** Called when a select, select-and-reserve or reservation finishes, successfully or not. */

@@ -89,6 +89,8 @@ export const ReadyResponseSchema = z.object({
   ready: z.boolean(), schedulable_workers: int(), workers: z.array(WorkerRecordSchema),
   kv_feeds: z.object(Object.fromEntries(KV_FEED_STATES.map((st) => [st, int()])) as Record<KvFeedState, ReturnType<typeof int>>).optional()
     .describe('ranks per KV-feed state; only while the service is fed by KV events'),
+  replica_sync: z.object({ meshed: z.boolean(), waiting: z.array(z.string()) }).optional()
+    .describe('with replica sync: false until every peer is connected both ways and the first digest exchange is done (then ready is false too), with what is awaited per peer'),
 });
 
 export const OverlapSummarySchema = z.object({

@@ -13,7 +13,7 @@
  * - everything else is read at scrape time by `collect` callbacks: the KV-event counters the
  *   ingress already keeps per rank (plain numbers bumped per batch or per event), the feed
  *   states, the index's holdings per tier, wasm memory, bookings, queues, the pending-selection
- *   cache and the replica-sync counters. Series are rebuilt on each scrape, so a removed worker's
+ *   cache and the replica mesh (replica-metrics.ts). Series are rebuilt on each scrape, so a removed worker's
  *   series are gone from the next one.
  */
 import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
@@ -26,7 +26,8 @@ import type { Wasm } from '../core/index/wasm.js';
 import { feedUp } from './kv-events/feed-health.js';
 import type { RankFeedSample } from './kv-events/ingress.js';
 import { droppedBatches, shapeMismatches } from './kv-events/stats.js';
-import type { ReplicaStats } from './replica-sync.js';
+import type { ReplicaMetrics } from './replica-sync.js';
+import { registerReplicaMetrics } from './replica-metrics.js';
 
 /** What the metrics read at scrape time. */
 export interface MetricsSource {
@@ -37,7 +38,8 @@ export interface MetricsSource {
   wasmInstances(): Iterable<Wasm>;
   /** Every rank feed (empty without the KV-event ingress). */
   feedSamples(): RankFeedSample[];
-  replicaStats(): ReplicaStats | null;
+  /** The replica mesh (null when replica sync is off). */
+  replica(): ReplicaMetrics | null;
   /** Unknown request-body fields seen, per (route, field label) (unknown-fields.ts bounds the labels). */
   unknownFields(): Iterable<{ route: string; field: string; count: number }>;
 }
@@ -236,20 +238,7 @@ export class ServiceMetrics {
       labelNames: ['route', 'field'], registers,
       collect() { this.reset(); for (const u of src.unknownFields()) this.inc({ route: u.route, field: u.field }, u.count); },
     });
-    new Counter({
-      name: 'select_service_replica_messages_total',
-      help: 'Replica-sync messages by direction and outcome (received dropped: malformed, own, queue full or refused by the core)',
-      labelNames: ['direction', 'outcome'], registers,
-      collect() {
-        this.reset();
-        const s = src.replicaStats();
-        if (s === null) return;
-        this.inc({ direction: 'sent', outcome: 'ok' }, s.sent);
-        this.inc({ direction: 'sent', outcome: 'dropped' }, s.sendDropped);
-        this.inc({ direction: 'received', outcome: 'ok' }, s.applied);
-        this.inc({ direction: 'received', outcome: 'dropped' }, s.malformed + s.ownDropped + s.receiveDropped + s.rejected);
-      },
-    });
+    registerReplicaMetrics(registers, () => src.replica());
   }
 
   /** The core's `onSelection` hook: a few additions to plain numbers (prom-client reads them at scrape time). */

@@ -26,13 +26,14 @@ import { getWasm } from '../core/index/wasm.js';
 import type { Registry } from 'prom-client';
 import { ServiceMetrics } from './metrics.js';
 import { ReplicaSync } from './replica-sync.js';
+import { resolveReplicaLimits, type ReplicaSyncLimits } from './replica-limits.js';
 import { ZmqKvIngress, type RankFeedSample } from './kv-events/ingress.js';
 import { DEFAULT_KV_FEED_SILENCE_SECS } from './kv-events/feed-health.js';
 import type { WorkerIngestStats } from './kv-events/stats.js';
 import { silentLogger, type Logger } from './logger.js';
 import { UnknownFieldLog } from './unknown-fields.js';
 import { partitionLabel } from '../core/errors.js';
-import type { WorkerRecord } from '../core/wire/types.js';
+import type { ReadyResponse, WorkerRecord } from '../core/wire/types.js';
 
 /** What the service needs of the KV-event ingress. */
 interface IngressHandle extends Required<IndexFeed> {
@@ -48,6 +49,8 @@ export interface ServiceOptions {
   indexerPeers: string[];
   replicaSyncPort: number | null;
   replicaSyncPeers: string[];
+  /** Limits of the replica mesh (`--replica-sync-*`); absent fields take their defaults. */
+  replicaSyncLimits: Partial<ReplicaSyncLimits>;
   selectionCache: Partial<SelectionCacheConfig>;
   sessionAffinity: SessionAffinityConfig | null;
   policies: PolicyRegistry | null;
@@ -79,7 +82,7 @@ export interface KvEventLimits { maxMessageBytes?: number; maxRanks?: number | n
 /** Builds a {@link SelectionService}. */
 export class SelectionServiceBuilder {
   private readonly o: ServiceOptions = {
-    indexerPeers: [], replicaSyncPort: null, replicaSyncPeers: [], selectionCache: {}, sessionAffinity: null,
+    indexerPeers: [], replicaSyncPort: null, replicaSyncPeers: [], replicaSyncLimits: {}, selectionCache: {}, sessionAffinity: null,
     policies: null, logger: silentLogger, kvEvents: {}, limits: {}, allowedEndpoints: [], peerToken: null,
     kvFeedSilenceSecs: DEFAULT_KV_FEED_SILENCE_SECS,
   };
@@ -88,8 +91,13 @@ export class SelectionServiceBuilder {
 
   /** HTTP base URLs to recover the index from at start-up. */
   indexerPeers(urls: readonly string[]): this { this.o.indexerPeers = [...urls]; return this; }
-  /** Replica sync: bind a PUB on `tcp://*:port`, connect a SUB to each peer. */
-  replicaSync(port: number, peers: readonly string[] = []): this { this.o.replicaSyncPort = port; this.o.replicaSyncPeers = [...peers]; return this; }
+  /** Replica sync: bind a PUB on `tcp://*:port`, connect a SUB to each peer; `limits` as `--replica-sync-*`. */
+  replicaSync(port: number, peers: readonly string[] = [], limits: Partial<ReplicaSyncLimits> = {}): this {
+    this.o.replicaSyncPort = port;
+    this.o.replicaSyncPeers = [...peers];
+    this.o.replicaSyncLimits = { ...limits };
+    return this;
+  }
   /** Pending-selection cache limits. */
   selectionCache(c: Partial<SelectionCacheConfig>): this { this.o.selectionCache = { ...c }; return this; }
   /** Session affinity tables. */
@@ -129,6 +137,8 @@ export class SelectionServiceBuilder {
     if (o.replicaSyncPort !== null && !(Number.isInteger(o.replicaSyncPort) && o.replicaSyncPort > 0 && o.replicaSyncPort <= 65535)) {
       throw new ConfigError([`--replica-sync-port: must be an integer between 1 and 65535 (got ${o.replicaSyncPort})`]);
     }
+    const mesh = resolveReplicaLimits(o.replicaSyncLimits).problems;
+    if (mesh.length > 0) throw new ConfigError(mesh);
     if (!(Number.isFinite(o.kvFeedSilenceSecs) && o.kvFeedSilenceSecs > 0)) {
       throw new ConfigError([`--kv-feed-silence-secs: must be a number greater than 0 (got ${o.kvFeedSilenceSecs})`]);
     }
@@ -161,13 +171,13 @@ export class SelectionServiceBuilder {
     if (o.replicaSyncPort !== null) {
       try {
         const replica = await ReplicaSync.start({
-          port: o.replicaSyncPort, peers: o.replicaSyncPeers, routerId: service.replicaId, affinity: o.sessionAffinity !== null,
-          endpointPolicy: policy,
-          logger: o.logger, applyLifecycle: (e) => service.applyReplicaEvent(e), applyAffinity: (e) => service.applyAffinityEvent(e),
+          port: o.replicaSyncPort, peers: o.replicaSyncPeers, affinity: o.sessionAffinity !== null, endpointPolicy: policy,
+          logger: o.logger, host: service, applyAffinity: (e) => service.applyAffinityEvent(e), limits: o.replicaSyncLimits,
         });
         service.attachReplica(replica);
         hooks.onLifecycle = (ev) => replica.publishLifecycle(ev);
         hooks.onAffinity = (ev) => replica.publishAffinity(ev);
+        hooks.onUnknownFree = (id) => replica.publishUnknownFree(id);
       } catch (err) {
         await service.shutdown();
         throw new ConfigError([err instanceof SelectionError ? `--replica-sync-peers: ${err.message}`
@@ -256,7 +266,7 @@ export class SelectionService extends SelectionCore implements ServiceApi {
       pendingSelections: () => this.pending.size(),
       wasmInstances: () => [getWasm(), ...this.partitionList().map((p) => p.index.index.wasm)],
       feedSamples: () => this.ingress?.samples() ?? [],
-      replicaStats: () => this.replica?.stats ?? null,
+      replica: () => this.replica?.metrics() ?? null,
       unknownFields: () => this.unknownFields.counts(),
     });
     this.hooks.onSelection = this.prom.onSelection;
@@ -315,6 +325,23 @@ export class SelectionService extends SelectionCore implements ServiceApi {
 
   /** Replica-sync counters (null when replica sync is off). */
   replicaStats(): ReplicaSync['stats'] | null { return this.replica?.stats ?? null; }
+
+  /** The replica mesh's metrics, anti-entropy and mesh state included (null when replica sync is off). */
+  replicaMetrics(): ReturnType<ReplicaSync['metrics']> | null { return this.replica?.metrics() ?? null; }
+
+  /**
+   * Readiness: the core's, and with replica sync, not ready after start-up until every peer is
+   * connected both ways and the first digest exchange is done (or `--replica-sync-ready-timeout-secs`
+   * ran out), so a load balancer sends no bookings the peers would miss.
+   */
+  override ready(): ReadyResponse {
+    const r = super.ready();
+    if (!this.replica) return r;
+    const mesh = this.replica.meshState();
+    r.replica_sync = { meshed: mesh.meshed, waiting: mesh.waiting };
+    if (!mesh.meshed) r.ready = false;
+    return r;
+  }
 
   /** KV-event ingress counters of one worker, or of all (null without the ZMQ ingress or listeners). */
   ingressStats(): WorkerIngestStats[] | null;

@@ -27,11 +27,12 @@ export interface ServiceProcess {
 
 /**
  * Starts a service; rejects (with its output) when it exits or does not listen within `timeoutMs`.
- * `command` runs something other than the built CLI (e.g. an installed package's bin).
+ * `command` runs something other than the built CLI (e.g. an installed package's bin, or the CLI
+ * inside a network namespace); `host` is the address it listens on.
  */
 export function startService(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000,
-  command: readonly string[] = [process.execPath, CLI]): Promise<ServiceProcess> {
-  const child = spawn(command[0], [...command.slice(1), '--host', '127.0.0.1', '--port', '0', ...args], {
+  command: readonly string[] = [process.execPath, CLI], host = '127.0.0.1'): Promise<ServiceProcess> {
+  const child = spawn(command[0], [...command.slice(1), '--host', host, '--port', '0', ...args], {
     env: { ...process.env, DYN_ROUTER_USE_KV_EVENTS: 'false', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -40,7 +41,7 @@ export function startService(args: string[], env: Record<string, string> = {}, t
     const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`service did not listen in time:\n${out}`)); }, timeoutMs);
     const onData = (d: Buffer): void => {
       out += d.toString();
-      const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+      const m = new RegExp(`Server listening at (http://${host.replace(/\./g, '\\.')}:\\d+)`).exec(out);
       if (!m) return;
       clearTimeout(timer);
       const url = m[1];

@@ -58,6 +58,8 @@ export class ExpiringMap<V> {
   private order: (Entry<V> | undefined)[] = [];
   private head = 0;
   private totalBytes = 0;
+  /** Entries dropped by the count or byte limit while still within their age (a sign the limits are too small). */
+  evictions = 0;
 
   constructor(private readonly o: ExpiringMapOptions) {
     check('ttlSecs', o.ttlSecs, false);
@@ -83,7 +85,7 @@ export class ExpiringMap<V> {
     this.order.push(e);
     this.totalBytes += bytes;
     // over a limit, the map holds a live entry older than this one (a single entry fits both)
-    while ((this.entries.size > maxEntries || this.totalBytes > maxBytes) && this.oldest() !== undefined) this.pop();
+    while ((this.entries.size > maxEntries || this.totalBytes > maxBytes) && this.oldest() !== undefined) { this.pop(); this.evictions++; }
     this.compact();
     return true;
   }

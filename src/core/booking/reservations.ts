@@ -25,6 +25,8 @@ export interface ReservationRow<L = unknown> {
   readonly dpRank: number;
   /** True for a row mirrored from a replica peer's admission. */
   readonly mirrored: boolean;
+  /** Mirrored rows: the `router_id` of the replica that admitted the booking (its owner, for anti-entropy). */
+  readonly owner?: bigint;
   readonly lease?: L;
 }
 
@@ -42,6 +44,9 @@ export interface ClaimToken {
   readonly partitionKey: string;
 }
 
+/** What {@link ReservationIndex.observe} is told: a booking row's id, the row before and after (undefined: none). */
+export type RowObserver<L = unknown> = (id: string, before: ReservationRow<L> | undefined, after: ReservationRow<L> | undefined) => void;
+
 /** A row as {@link ReservationIndex.sweep} returns it. */
 export interface SweptReservation<L = unknown> { id: string; row: ReservationRow<L> }
 
@@ -58,6 +63,7 @@ export class ReservationIndex<L = unknown> {
   private readonly slots = new Map<string, Slot<L>>();
   /** How removed bookings ended, by id (null: not remembered). */
   private readonly ended: ExpiringMap<ReservationEnd> | null;
+  private observer: RowObserver<L> | null = null;
 
   /** With `ended`, how removed bookings ended is remembered within those limits. */
   constructor(ended?: EndedOptions) {
@@ -85,6 +91,7 @@ export class ReservationIndex<L = unknown> {
       ? { partitionKey: token.partitionKey, workerId, dpRank, mirrored: false }
       : { partitionKey: token.partitionKey, workerId, dpRank, mirrored: false, lease };
     this.slots.set(token.id, { kind: 'booked', row });
+    this.observer?.(token.id, undefined, row);
   }
 
   /** Drops a claim that did not book (failure path). No-op for a stale token. */
@@ -115,6 +122,7 @@ export class ReservationIndex<L = unknown> {
     const s = this.slots.get(id);
     if (s === undefined || s.kind !== 'booked') return undefined;
     this.slots.delete(id);
+    this.observer?.(id, s.row, undefined);
     if (end !== undefined) this.ended?.set(id, end, endedBytes(id));
     return s.row;
   }
@@ -128,16 +136,32 @@ export class ReservationIndex<L = unknown> {
   notFound(id: string): SelectionError { return reservationNotFound(id, this.endOf(id)); }
 
   /**
-   * Mirrors a peer's admission. Inserts a mirrored row, or replaces a stale row (local or
-   * mirrored) of the same partition; refuses (false) an in-flight claim or a row of another
-   * partition. A replaced local row's lease is dropped: callers that hold leases `lookup` first.
+   * Mirrors a peer's admission, owned by the replica `owner` (its `router_id`). Inserts a
+   * mirrored row, or replaces a stale row (local or mirrored) of the same partition; refuses
+   * (false) an in-flight claim or a row of another partition. A replaced local row's lease is
+   * dropped: callers that hold leases `lookup` first.
    */
-  mirror(id: string, partitionKey: string, workerId: bigint, dpRank: number): boolean {
+  mirror(id: string, partitionKey: string, workerId: bigint, dpRank: number, owner?: bigint): boolean {
     const s = this.slots.get(id);
     if (s !== undefined && (s.kind === 'claim' || s.row.partitionKey !== partitionKey)) return false;
-    this.slots.set(id, { kind: 'booked', row: { partitionKey, workerId, dpRank, mirrored: true } });
+    const row: ReservationRow<L> = owner === undefined ? { partitionKey, workerId, dpRank, mirrored: true }
+      : { partitionKey, workerId, dpRank, mirrored: true, owner };
+    this.slots.set(id, { kind: 'booked', row });
+    this.observer?.(id, s?.kind === 'booked' ? s.row : undefined, row);
     return true;
   }
+
+  /** Every booking row (local and mirrored), in no particular order; claims are skipped. */
+  *bookedRows(): IterableIterator<[string, ReservationRow<L>]> {
+    for (const [id, s] of this.slots) if (s.kind === 'booked') yield [id, s.row];
+  }
+
+  /**
+   * Calls `fn` after every change of a booking row (a commit, mirror, removal or sweep) with the
+   * row before and after (undefined: none), so a summary of the rows (replica anti-entropy's
+   * digest) follows them at O(1) per change. One observer; a later call replaces it.
+   */
+  observe(fn: RowObserver<L> | null): void { this.observer = fn; }
 
   /**
    * Ids of the booking rows (local and mirrored, all partitions) on `workerId`, on one rank when
@@ -162,6 +186,7 @@ export class ReservationIndex<L = unknown> {
       if (s.kind === 'booked' && !alive(id, s.row)) {
         this.slots.delete(id);
         dropped.push({ id, row: s.row });
+        this.observer?.(id, s.row, undefined);
       }
     }
     return dropped;

@@ -77,6 +77,12 @@ export const LIMITS = Object.freeze({
   requestBodyLimitBytes: 8 * 1024 * 1024,
   selectionCacheTtlSecs: 120, selectionCacheMaxEntries: 4096, selectionCacheMaxBytes: 268435456,
   replicaLifecycleQueue: 100000, replicaAffinityQueue: 4096, replicaBatchMax: 256, replicaBatchMs: 1,
+  // The mesh beyond Dynamo (docs/replicas.md): anti-entropy digests every second; ZMQ queues of
+  // 10,000 messages per peer each way (ZMQ's default is 1,000: 5 s at 200 events/s); /ready waits
+  // up to 30 s for the mesh; freed ids remembered for the expiry window (a free missed for less
+  // than that is repaired), at most 100,000 of them in 32 MiB; 10,000 anti-entropy messages queued.
+  replicaDigestIntervalMs: 1000, replicaSendHwm: 10000, replicaReceiveHwm: 10000, replicaReadyTimeoutSecs: 30,
+  replicaTombstoneTtlSecs: 300, replicaMaxTombstones: 100000, replicaTombstoneMaxBytes: 32 * 1024 * 1024, replicaRepairQueue: 10000,
   sessionAffinityMaxEntries: 65536, sessionIdMaxBytes: 256,
   sessionAffinityTtlMinSecs: 1, sessionAffinityTtlMaxSecs: 31536000, affinityReapMaxSecs: 30,
   expirySweepSecs: 60, queueRecheckSecs: 60,

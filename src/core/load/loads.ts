@@ -42,6 +42,19 @@ export interface BookingInput {
   stepTokens?: number;
   /** The rank's `max_num_seqs`, when its record has one (the TTFT model's running-request limit). */
   slots?: number;
+  /** When the booking was admitted (clock ms); default now. A booking repaired from a replica peer keeps its age, so it expires with the original. */
+  admittedAt?: number;
+}
+
+/** What a replica peer needs to book the same request again (anti-entropy repair). */
+export interface BookingSnapshot {
+  /** The prompt's tracking hashes as (lo, hi) words (output blocks, which are local, left out). */
+  seq: Uint32Array;
+  prefillTokens: number;
+  prefillDone: boolean;
+  admittedAt: number;
+  expectedOutputTokens?: number;
+  loraName?: string;
 }
 
 /** Time constant of a rank's busy fraction, seconds. */
@@ -59,6 +72,8 @@ interface Booking {
   /** Prompt then output hashes, as word pairs (output blocks appended). */
   words: Uint32Array;
   nBlocks: number;
+  /** The prompt's blocks (the first of `nBlocks`; output blocks follow). */
+  readonly promptBlocks: number;
   prefillTokens: number;
   prefillDone: boolean;
   /** The prompt tokens the rank had not cached (booked or not), until the first prefill completion reports them. */
@@ -224,6 +239,19 @@ export class ActiveLoads {
     return b ? { workerId: this.rowWorker[b.row], dpRank: this.rowRank[b.row] } : undefined;
   }
 
+  /** A live booking as a replica peer would book it again (undefined when unknown). */
+  snapshot(id: string): BookingSnapshot | undefined {
+    const b = this.byId.get(id);
+    if (!b) return undefined;
+    return {
+      seq: b.words.slice(0, 2 * b.promptBlocks), prefillTokens: b.prefillTokens, prefillDone: b.prefillDone, admittedAt: b.admittedAt,
+      expectedOutputTokens: b.expectedOutputTokens, loraName: b.loraName,
+    };
+  }
+
+  /** Whether a live booking still counts its prefill tokens (false when unknown or done). */
+  prefillPending(id: string): boolean { return this.byId.get(id)?.prefillDone === false; }
+
   /** Number of live bookings. */
   get size(): number { return this.byId.size; }
 
@@ -252,8 +280,9 @@ export class ActiveLoads {
     };
     state.prefillTokens += this.ttftModel.remainingPrefill(this.rowKey[row], this.prefill[row], this.pendingSecs(row, now), state);
     const b: Booking = {
-      id, row, words, nBlocks: n, prefillTokens: prefill, prefillDone: prefill === 0, uncachedTokens: uncached, contextTokens: context, islTokens: context, state, firstToken: false,
-      admittedAt: now, expectedOutputTokens: input.expectedOutputTokens, loraName: input.loraName,
+      id, row, words, nBlocks: n, promptBlocks: n, prefillTokens: prefill, prefillDone: prefill === 0, uncachedTokens: uncached,
+      contextTokens: context, islTokens: context, state, firstToken: false,
+      admittedAt: input.admittedAt ?? now, expectedOutputTokens: input.expectedOutputTokens, loraName: input.loraName,
     };
     this.prefill[row] += prefill;
     (this.rowRequests[row] as Map<string, Booking>).set(id, b);

@@ -21,10 +21,22 @@ export interface BookingRef {
  * `prefillTokens` is the prefill load it carries (0 when prefill tokens are not tracked).
  */
 export type LifecycleEvent = BookingRef & (
-  | { kind: 'add'; seq: BigUint64Array | null; trackPrefillTokens: boolean; expectedOutputTokens: number | null; prefillTokens: number }
+  | {
+    kind: 'add'; seq: BigUint64Array | null; trackPrefillTokens: boolean; expectedOutputTokens: number | null; prefillTokens: number;
+    /** How long ago the owner admitted it, ms (an anti-entropy repair; absent: just now). */
+    ageMs?: number;
+  }
   | { kind: 'prefill_complete' }
   | { kind: 'free' }
 );
+
+/**
+ * What a replica did with a peer's lifecycle event: `applied`, or why it was dropped (unknown
+ * partition, other block size, a worker rank not registered here, the id claimed here or booked
+ * in another partition, `--max-bookings` reached, no live booking for a prefill completion or free).
+ */
+export type ReplicaEventOutcome = 'applied' | 'unknown_partition' | 'block_size_mismatch' | 'unknown_worker' | 'id_conflict'
+  | 'booking_limit' | 'unknown_booking';
 
 /** A session binding (session affinity): committed, rebound or refreshed, versioned by (sequence, writerId). */
 export interface AffinityEvent {

@@ -56,6 +56,11 @@ export interface ReadyResponse {
   workers: WorkerRecord[];
   /** Ranks per KV-feed state over every worker; present only while the service is fed by KV events (not in Dynamo). */
   kv_feeds?: Record<KvFeedState, number>;
+  /**
+   * The replica mesh after start-up (present only with replica sync; not in Dynamo): `meshed`
+   * false keeps `ready` false, with one line per peer saying what is awaited.
+   */
+  replica_sync?: { meshed: boolean; waiting: string[] };
 }
 
 export interface OverlapSummary { longest_matched: number; gpu: number; dp: Record<string, number>; cpu: number; disk: number }

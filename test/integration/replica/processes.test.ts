@@ -188,3 +188,22 @@ test('start-up recovery: a replica started with --indexer-peers matches like its
     await Promise.all([a.stop(), c?.stop(), d?.stop()]);
   }
 });
+
+test('issue 29: /ready is 503 with the reason while a peer is missing, then 200 after --replica-sync-ready-timeout-secs, with a warning and a gauge', async () => {
+  const missing = `tcp://127.0.0.1:${await reservedPort()}`;
+  const a = await startService(['--replica-sync-port', String(await reservedPort()), '--replica-sync-peers', missing, '--replica-sync-ready-timeout-secs', '3']);
+  try {
+    await register(a, 1);
+    const r = await a.request('GET', '/ready');
+    assert.equal(r.status, 503);
+    assert.deepEqual(r.body.replica_sync, { meshed: false, waiting: [`${missing}: not connected`] });
+    assert.equal(r.body.schedulable_workers, 1);
+    await eventually(async () => (await a.request('GET', '/ready')).status === 200, 15_000, 'ready after the timeout');
+    const metrics = await fetch(`${a.url}/metrics`).then((x) => x.text());
+    assert.match(metrics, /^select_service_replica_mesh_timed_out 1$/m);
+    assert.match(metrics, new RegExp(`^select_service_replica_peer_up\\{endpoint="${missing.replace(/\./g, '\\.')}"\\} 0$`, 'm'));
+    assert.match(a.output(), /replica mesh not formed after 3 s; ready anyway/);
+  } finally {
+    await a.stop();
+  }
+});

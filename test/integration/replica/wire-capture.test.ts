@@ -68,3 +68,38 @@ test('one message of each kind, decoded generically, has the exact v1 field name
     await svc.shutdown();
   }
 });
+
+test('issue 29: a subscriber of Dynamo\'s topics only (a Dynamo selector) never receives the anti-entropy messages', async () => {
+  const port = await reservedPort();
+  const svc = await new SelectionServiceBuilder(parseRouterConfig({ DYN_ROUTER_USE_KV_EVENTS: 'false' }))
+    .replicaSync(port, [], { digestIntervalMs: 100 }).sessionAffinity({ ttlSecs: 60, mode: 'hard' }).build();
+  const dynamo = new zmq.Subscriber({ linger: 0 });
+  dynamo.connect(`tcp://127.0.0.1:${port}`);
+  dynamo.subscribe('dynamo.slot-tracker.v1');
+  dynamo.subscribe('dynamo.session-affinity.v1');
+  const all = new zmq.Subscriber({ linger: 0 });
+  all.connect(`tcp://127.0.0.1:${port}`);
+  all.subscribe();
+  const topics = { dynamo: new Set<string>(), all: new Set<string>() };
+  const pumps = [[dynamo, topics.dynamo], [all, topics.all]].map(([s, set]) =>
+    (async () => { for await (const [t] of s as zmq.Subscriber) (set as Set<string>).add(t.toString()); })().catch(() => {}));
+  try {
+    svc.upsertWorker({ worker_id: 7, model_name: 'm', endpoint: 'http://w7', block_size: 4 });
+    let i = 0;
+    await eventually(async () => {
+      const id = `probe-${i++}`;
+      await svc.selectAndReserve({ model_name: 'm', selection_id: id, token_ids: [1, 2, 3, 4] });
+      svc.freeReservation(id);
+      await new Promise((r) => setTimeout(r, 50));
+      return topics.dynamo.size > 0 && topics.all.has('select-service.anti-entropy.v1');
+    }, 10_000, 'both subscribers receiving; digests published');
+    assert.throws(() => svc.freeReservation('unknown-here'), { status: 404 }); // published on the anti-entropy topic
+    await new Promise((r) => setTimeout(r, 300)); // three more digests
+    assert.deepEqual([...topics.dynamo], ['dynamo.slot-tracker.v1']);
+  } finally {
+    dynamo.close();
+    all.close();
+    await Promise.all(pumps);
+    await svc.shutdown();
+  }
+});

@@ -396,3 +396,37 @@ test('advisory select adds worker_load and busy flags when configured; decode_bu
   assert.deepEqual(r2.worker_load, { active_prefill_tokens: 0, prefill_token_capacity: 1024 });
   assert.ok(!('decode_busy' in r2));
 });
+
+test('issue 29: a DELETE of an id held nowhere here is still reported (onUnknownFree) and answers 404; a held or in-flight one is not', async () => {
+  const unknown: string[] = [];
+  const { core } = makeCore({}, { hooks: { onUnknownFree: (id) => unknown.push(id) } });
+  core.upsertWorker(worker(1));
+  await core.selectAndReserve({ model_name: 'model', selection_id: 'held', token_ids: [1, 2, 3, 4] });
+  core.freeReservation('held');
+  await rejects(() => core.freeReservation('never'), 404, 'reservation never not found');
+  await rejects(() => core.freeReservation('held'), 404, 'reservation held was already freed');
+  assert.deepEqual(unknown, ['never', 'held'], 'a repeated free is reported again: a peer may have missed the first');
+  const claim = core.reservations.claim('in-flight', 'x');
+  await rejects(() => core.freeReservation('in-flight'), 404);
+  assert.deepEqual(unknown, ['never', 'held'], 'a claim in flight here is not');
+  core.reservations.release(claim);
+});
+
+test('issue 29: replicaEventOutcome says why a peer\'s event is dropped; an admission keeps its owner and age', () => {
+  const { core, clock } = makeCore();
+  core.upsertWorker(worker(1));
+  clock.advanceSecs(1000);
+  const ref = { modelName: 'model', routingGroup: 'default', blockSize: 4, workerId: 1n, dpRank: 0, loraName: null };
+  const add = (requestId: string, extra = {}) => ({ ...ref, requestId, kind: 'add' as const, seq: new BigUint64Array([5n]),
+    trackPrefillTokens: true, expectedOutputTokens: null, prefillTokens: 4, ...extra });
+  assert.equal(core.replicaEventOutcome({ ...add('a'), modelName: 'other' }), 'unknown_partition');
+  assert.equal(core.replicaEventOutcome({ ...add('a'), blockSize: 8 }), 'block_size_mismatch');
+  assert.equal(core.replicaEventOutcome({ ...add('a'), workerId: 2n }), 'unknown_worker');
+  assert.equal(core.replicaEventOutcome({ ...ref, requestId: 'a', kind: 'free' }), 'unknown_booking');
+  assert.equal(core.replicaEventOutcome(add('a', { ageMs: 200_000 }), 77n), 'applied');
+  assert.equal(core.reservations.lookup('a')!.owner, 77n);
+  assert.equal(core.partition('model', 'default')!.loads.snapshot('a')!.admittedAt, clock.now() - 200_000);
+  core.reservations.claim('c', 'elsewhere');
+  assert.equal(core.replicaEventOutcome(add('c')), 'id_conflict');
+  assert.equal(core.applyReplicaEvent({ ...ref, requestId: 'a', kind: 'free' }), true);
+});

@@ -44,3 +44,16 @@ test('count and bytes: the oldest go first; an entry over the whole budget is no
 test('utf8Length counts UTF-8 bytes without encoding', () => {
   for (const s of ['', 'abc', 'é', '€', '😀', 'a\ud800b']) assert.equal(utf8Length(s), new TextEncoder().encode(s).length, s);
 });
+
+test('issue 29: entries dropped by the count or byte limit before their age are counted (not those that expire)', () => {
+  const clock = { t: 0, now() { return this.t; } };
+  const m = new ExpiringMap<number>({ clock, ttlSecs: 10, maxEntries: 2, maxBytes: 100 });
+  m.set('a', 1, 10);
+  m.set('b', 2, 10);
+  m.set('c', 3, 10);
+  m.set('d', 4, 90);
+  assert.equal(m.evictions, 2);
+  clock.t = 20_000;
+  m.set('e', 5, 10);
+  assert.equal(m.evictions, 2, 'expired entries are not evictions');
+});

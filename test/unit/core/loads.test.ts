@@ -132,3 +132,19 @@ test('U64Counts agrees with a Map<bigint> model over 200,000 random operations (
   assert.equal(t.size, model.size);
   for (const k of pool) assert.equal(t.count(Number(k & 0xffffffffn), Number(k >> 32n)), model.get(k) ?? 0);
 });
+
+test('issue 29: a snapshot has the prompt (not the output blocks), prefill state and admission; a booking may keep an older admission', () => {
+  const { l, clock } = loads({ expirySecs: 300 });
+  clock.advance(1000);
+  assert.ok(l.book('r', 1n, 0, input([1n, 2n], 8)));
+  l.addOutputBlock('r');
+  const s = l.snapshot('r')!;
+  assert.deepEqual([Array.from(s.seq), s.prefillTokens, s.prefillDone, s.admittedAt], [[1, 0, 2, 0], 8, false, 1000]);
+  assert.equal(l.prefillPending('r'), true);
+  l.prefillComplete('r');
+  assert.deepEqual([l.prefillPending('r'), l.snapshot('r')!.prefillDone, l.prefillPending('nope'), l.snapshot('nope')], [false, true, false, undefined]);
+  // repaired from a peer 250 s after its admission there: it expires with the original
+  assert.ok(l.book('old', 2n, 0, { ...input([3n]), admittedAt: clock.now() - 250_000 }));
+  clock.advance(60_000);
+  assert.deepEqual(l.expire(), ['old']);
+});

@@ -155,3 +155,24 @@ test('how a booking ended is remembered for the window, bounded in count and byt
   plain.remove('z', freed);
   assert.equal(plain.notFound('z').message, 'reservation z not found');
 });
+
+test('issue 29: a mirrored row keeps its owner; the observer sees every row change with the row before and after', () => {
+  const ix = new ReservationIndex();
+  const seen: string[] = [];
+  const show = (r: { owner?: bigint; mirrored: boolean } | undefined) => (r === undefined ? '-' : r.mirrored ? `m${r.owner}` : 'local');
+  ix.observe((id, before, after) => seen.push(`${id}:${show(before)}>${show(after)}`));
+  const t = ix.claim('a', 'p');
+  assert.deepEqual(seen, [], 'a claim is no row');
+  ix.commit(t, 1n, 0);
+  ix.mirror('b', 'p', 1n, 0, 7n);
+  assert.equal(ix.lookup('b')!.owner, 7n);
+  ix.mirror('a', 'p', 2n, 0, 8n); // a peer's admission replaces the local row
+  ix.remove('b');
+  ix.sweep(() => false);
+  assert.deepEqual(seen, ['a:->local', 'b:->m7', 'a:local>m8', 'b:m7>-', 'a:m8>-']);
+  ix.mirror('c', 'p', 1n, 0);
+  assert.deepEqual([...ix.bookedRows()].map(([id]) => id), ['c']);
+  ix.observe(null);
+  ix.remove('c');
+  assert.equal(seen.length, 6);
+});

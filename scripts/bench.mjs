@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Runs the compiled benchmarks (build/dist/bench/*.bench.js) one after another.
-// `npm run bench -- index` runs only files whose name contains "index"; other args pass through.
+// `npm run bench -- index` runs only files whose name contains "index" (or the one bench named
+// exactly "index"); other args pass through.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, existsSync } from 'node:fs';
 import { join, dirname } from 'node:path';
@@ -12,7 +13,9 @@ const args = process.argv.slice(2);
 const names = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.bench.js')).sort() : [];
 const filters = args.filter((a) => !a.startsWith('-') && !a.includes('/') && !a.includes('.'));
 const pass = args.filter((a) => !filters.includes(a));
-const chosen = names.filter((n) => filters.length === 0 || filters.some((f) => n.includes(f)));
+// a filter that is a bench's whole name picks that bench alone ("ray" is not also "ray-routing")
+const picks = (f, n) => (names.includes(`${f}.bench.js`) ? n === `${f}.bench.js` : n.includes(f));
+const chosen = names.filter((n) => filters.length === 0 || filters.some((f) => picks(f, n)));
 let status = 0;
 for (const n of chosen) {
   console.log(`\n## ${n}\n`);

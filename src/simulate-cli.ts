@@ -1,23 +1,29 @@
 /**
- * `select-service simulate`: replay a Mooncake trace through the selection core under several
- * routing policies and print their metrics (a table, or JSON with `--json`), or serve the
- * simulator page (`--serve`). `src/cli.ts` dispatches `select-service simulate ...` here; the
- * file also runs on its own: `node build/dist/src/simulate-cli.js --trace FILE`.
+ * `select-service simulate`: replay a Mooncake trace or a generated workload through the
+ * selection core under several routing policies and print their metrics (a table, or JSON with
+ * `--json`), run the grid of workloads x fleets x loads x policies (`--grid`,
+ * simulate-grid-cli.ts), or serve the simulator page (`--serve`). `src/cli.ts` dispatches
+ * `select-service simulate ...` here; the file also runs on its own:
+ * `node build/dist/src/simulate-cli.js --trace FILE`.
  */
 import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
-import { parseTrace } from './sim/trace.js';
+import { parseTrace, traceJsonl, type Trace } from './sim/trace.js';
+import { generateWorkload, WORKLOAD_NAMES } from './sim/workload/spec.js';
 import { simulate, DEFAULT_POLICIES, type SimulationOptions } from './sim/simulate.js';
 import { compileScorer } from './sim/custom-scorer.js';
+import { POLICY_KINDS } from './sim/policies.js';
 import { formatReport, reportJson } from './sim/report.js';
-import type { FleetConfig } from './sim/fleet.js';
+import { DEFAULT_FLEET, fleetRanks, namedFleet, type FleetConfig } from './sim/fleet.js';
 import { DEFAULT_PROFILE, PERF_PROFILES } from './sim/perf-model.js';
 import { serveStatic } from './simulate-serve.js';
 import { SWEEP_KNOBS, formatSweep, parseSweep, sweep } from './sim/sweep.js';
 import { loadCharts, resultCharts, sweepCharts, type Figure } from './sim/figures.js';
 import { wrapText } from './cli-text.js';
+import { GRID_USAGE, GRID_OPTIONS, gridMain } from './simulate-grid-cli.js';
+import { UsageError, number } from './simulate-args.js';
 
 /** Where output goes (tests pass their own). */
 export interface CliIo {
@@ -25,15 +31,24 @@ export interface CliIo {
   stderr: { write(s: string): unknown; isTTY?: boolean };
 }
 
-const USAGE = `usage: select-service simulate --trace FILE [options]
+const USAGE = `usage: select-service simulate (--trace FILE | --workload SPEC) [options]
+       select-service simulate --grid [grid options]
        select-service simulate --serve [--port P]
 
-  --trace FILE              Mooncake JSONL trace (timestamp, input_length, output_length, hash_ids)
+  --trace FILE              Mooncake JSONL trace (timestamp, input_length, output_length, hash_ids;
+                            optional session_id and tenant)
   --limit N                 only the first N requests (after --offset)
   --offset N                drop the first N requests; the rest start at time 0
-${wrapText(`comma-separated, default ${DEFAULT_POLICIES}; kinds: kv, ttft, llmd, round_robin, random, least_loaded, session_affinity, `
-  + 'custom; parameters as kind:key=value, e.g. kv:overlap_score_credit=0.5:router_temperature=0.1 or ttft:prior_tokens_per_sec=20000',
+${wrapText(`a generated workload, NAME[:key=value...]; names: ${WORKLOAD_NAMES.join(', ')} (knobs and defaults: `
+  + 'docs/policies.md, "Workloads"); its requests and rate scale with the fleet\'s ranks / 8; deterministic for --seed',
+'  --workload SPEC           ')}
+  --write-trace FILE        write the trace (--workload's, or --trace's) as JSONL to FILE and exit;
+                            --trace FILE replays it identically
+${wrapText(`comma-separated, default ${DEFAULT_POLICIES}; kinds: ${POLICY_KINDS.join(', ')}; `
+  + 'parameters as kind:key=value, e.g. kv:overlap_score_credit=0.5:router_temperature=0.1 or ttft:evict_weight=0.25',
 '  --policies LIST           ')}
+  --fleet NAME              WxR (W workers of R ranks: 8x1, 16x2, 64x1, ...) or mixed (4 workers
+                            llama3.1-8b-h100 + 4 llama3.1-8b-a100); flags below override it
   --workers N               workers (default 8)          --dp-ranks N       ranks per worker (1)
   --block-size N            tokens per block, divides 512 (default 512)
   --capacity-blocks N|inf   KV blocks per rank (default 524,288 tokens' worth)
@@ -47,6 +62,8 @@ ${wrapText(`step-time profile of every rank, default ${DEFAULT_PROFILE}; one of 
   --overlap-score-credit X  --prefill-load-scale X  --temperature X   cost knobs of kv policies
   --scorer FILE             body of the custom policy's scorer function (ctx, cands, out)
   --seed S                  RNG seed (default 0)         --speed X          arrival speed-up (1)
+  --load F                  arrival rate = F x the fleet's saturation throughput for this trace,
+                            measured with kv and printed (0.85 = 85%); instead of --speed
 ${wrapText(`run every policy at every value of one knob and print one table; knobs: ${Object.keys(SWEEP_KNOBS).join(', ')} `
   + '(e.g. --sweep speed=1,2,4,8; inf is a value for capacity-blocks)', '  --sweep KNOB=V1,V2,...    ')}
   --svg DIR                 write the charts as standalone SVG files into DIR: with --sweep, TTFT
@@ -54,7 +71,8 @@ ${wrapText(`run every policy at every value of one knob and print one table; kno
                             over time, the TTFT distribution and per-rank load
   --json                    print JSON instead of the table
   --serve [--port P]        serve the simulator page (default port 8093)
-`;
+
+${GRID_USAGE}`;
 
 const OPTIONS = {
   trace: { type: 'string' }, limit: { type: 'string' }, offset: { type: 'string' }, policies: { type: 'string' }, workers: { type: 'string' },
@@ -65,16 +83,11 @@ const OPTIONS = {
   scorer: { type: 'string' }, seed: { type: 'string' }, speed: { type: 'string' }, json: { type: 'boolean' },
   sweep: { type: 'string' }, svg: { type: 'string' },
   serve: { type: 'boolean' }, port: { type: 'string' }, host: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+  workload: { type: 'string' }, 'write-trace': { type: 'string' }, fleet: { type: 'string' }, load: { type: 'string' },
+  ...GRID_OPTIONS,
 } as const;
 
-class UsageError extends Error {}
-
-function number(v: string | undefined, flag: string): number | undefined {
-  if (v === undefined) return undefined;
-  const n = v === 'inf' || v === 'unbounded' ? Infinity : Number(v);
-  if (v.trim() === '' || Number.isNaN(n)) throw new UsageError(`--${flag}: not a number: ${v}`);
-  return n;
-}
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; args: string[] }>>['values'];
 
 /** The static page's folder in a build (`build/web`). */
 export function webRoot(): string {
@@ -83,7 +96,7 @@ export function webRoot(): string {
 
 /** Runs the command; resolves to the exit code (0 ok, 1 failure, 2 usage). */
 export async function main(argv: string[], io: CliIo = process): Promise<number> {
-  let values: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; args: string[] }>>['values'];
+  let values: Values;
   try {
     values = parseArgs({ args: argv, options: OPTIONS, allowPositionals: false }).values;
   } catch (err) {
@@ -93,29 +106,36 @@ export async function main(argv: string[], io: CliIo = process): Promise<number>
   if (values.help) { io.stdout.write(USAGE); return 0; }
   try {
     if (values.serve) return await serve(io, number(values.port, 'port') ?? 8093, values.host ?? '127.0.0.1');
-    if (!values.trace) throw new UsageError('--trace FILE is required');
-    const fleet: Partial<FleetConfig> = {
-      workers: number(values.workers, 'workers'), dpRanks: number(values['dp-ranks'], 'dp-ranks'),
-      blockSize: number(values['block-size'], 'block-size'), capacityBlocks: number(values['capacity-blocks'], 'capacity-blocks'),
-      profile: values.profile,
-      maxConcurrent: number(values['max-concurrent'], 'max-concurrent'), maxBatchedTokens: number(values['max-batched-tokens'], 'max-batched-tokens'),
-    };
+    const fleet = fleetOf(values);
     const knobs = {
       overlapScoreCredit: number(values['overlap-score-credit'], 'overlap-score-credit'),
       prefillLoadScale: number(values['prefill-load-scale'], 'prefill-load-scale'),
       routerTemperature: number(values.temperature, 'temperature'),
     };
     const queue = queueOption(number(values['queue-threshold'], 'queue-threshold'), values['queue-policy']);
-    const trace = parseTrace(readFileSync(values.trace, 'utf8'), { limit: number(values.limit, 'limit'), offset: number(values.offset, 'offset') });
+    const seed = number(values.seed, 'seed') ?? 0;
+    if (values.grid) {
+      return await gridMain(values, io, { fleet, knobs, queue, seed, scorer: values.scorer ? readFileSync(values.scorer, 'utf8') : undefined });
+    }
+    const trace = loadTrace(values, fleet, seed);
+    if (values['write-trace'] !== undefined) {
+      writeFileSync(values['write-trace'], traceJsonl(trace));
+      io.stderr.write(`wrote ${trace.length} requests to ${values['write-trace']}\n`);
+      return 0;
+    }
+    if (values.load !== undefined && values.speed !== undefined) throw new UsageError('--load and --speed both set the arrival speed: give one');
     const opts: SimulationOptions = {
-      fleet, knobs, policies: values.policies ?? DEFAULT_POLICIES, seed: number(values.seed, 'seed') ?? 0,
-      speed: number(values.speed, 'speed') ?? 1,
+      fleet, knobs, policies: values.policies ?? DEFAULT_POLICIES, seed,
+      speed: number(values.speed, 'speed') ?? 1, load: number(values.load, 'load'),
       scorer: values.scorer ? compileScorer(readFileSync(values.scorer, 'utf8')) : undefined,
       onProgress: progress(io), queue,
     };
     let swept: ReturnType<typeof parseSweep> | undefined;
     if (values.sweep !== undefined) {
       try { swept = parseSweep(values.sweep); } catch (err) { throw new UsageError((err as Error).message); }
+      if ((swept.knob === 'speed' || swept.knob === 'load') && (values.speed !== undefined || values.load !== undefined)) {
+        throw new UsageError(`--sweep ${swept.knob} sets the arrival speed: drop --speed and --load`);
+      }
     }
     if (swept) {
       const result = await sweep(trace, { ...opts, onProgress: undefined }, swept.knob, swept.values, (p) => {
@@ -135,6 +155,37 @@ export async function main(argv: string[], io: CliIo = process): Promise<number>
     io.stderr.write(`simulate: ${err instanceof Error ? err.message : String(err)}\n`);
     if (err instanceof UsageError) { io.stderr.write(USAGE); return 2; }
     return 1;
+  }
+}
+
+/** The fleet of the flags: `--fleet NAME`, then any fleet flag over it. */
+function fleetOf(values: Values): Partial<FleetConfig> {
+  let named: Partial<FleetConfig> = {};
+  if (values.fleet !== undefined) {
+    try { named = namedFleet(values.fleet); } catch (err) { throw new UsageError((err as Error).message); }
+  }
+  const flags: Partial<FleetConfig> = {
+    workers: number(values.workers, 'workers'), dpRanks: number(values['dp-ranks'], 'dp-ranks'),
+    blockSize: number(values['block-size'], 'block-size'), capacityBlocks: number(values['capacity-blocks'], 'capacity-blocks'),
+    profile: values.profile,
+    maxConcurrent: number(values['max-concurrent'], 'max-concurrent'), maxBatchedTokens: number(values['max-batched-tokens'], 'max-batched-tokens'),
+  };
+  for (const [k, v] of Object.entries(flags)) if (v !== undefined) (named as Record<string, unknown>)[k] = v;
+  return named;
+}
+
+/** The trace of `--trace FILE` or `--workload SPEC` (generated for the fleet's ranks). */
+function loadTrace(values: Values, fleet: Partial<FleetConfig>, seed: number): Trace {
+  if ((values.trace === undefined) === (values.workload === undefined)) throw new UsageError('give one of --trace FILE and --workload SPEC');
+  if (values.trace !== undefined) {
+    return parseTrace(readFileSync(values.trace, 'utf8'), { limit: number(values.limit, 'limit'), offset: number(values.offset, 'offset') });
+  }
+  if (values.limit !== undefined || values.offset !== undefined) throw new UsageError('--limit and --offset apply to --trace (set requests=N in the workload)');
+  const ranks = fleetRanks({ workers: fleet.workers ?? DEFAULT_FLEET.workers, dpRanks: fleet.dpRanks ?? DEFAULT_FLEET.dpRanks });
+  try {
+    return generateWorkload(values.workload as string, { seed, scale: ranks / 8 });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
   }
 }
 

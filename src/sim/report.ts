@@ -4,6 +4,7 @@
  */
 import type { SimulationResult } from './simulate.js';
 import type { PolicyMetrics } from './metrics.js';
+import { profileText } from './fleet.js';
 
 const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
 const ms = (x: number): string => (x >= 10_000 ? `${(x / 1000).toFixed(0)}s` : x >= 1000 ? `${(x / 1000).toFixed(1)}s` : `${x.toFixed(0)}ms`);
@@ -31,17 +32,30 @@ export function formatReport(r: SimulationResult): string {
   const f = r.fleet;
   const cap = Number.isFinite(f.capacityBlocks) ? `${f.capacityBlocks} blocks` : 'unbounded';
   const head = `${r.requests} requests, ${f.workers} workers x ${f.dpRanks} rank(s), block ${f.blockSize}, KV ${cap}/rank, `
-    + `profile ${f.profile}${f.stepCost ? ' (modified)' : ''}, max ${f.maxConcurrent} running, ${f.maxBatchedTokens} tokens/step, `
-    + `speed x${r.speed}, seed ${r.seed}`;
+    + `profile ${profileText(f)}${f.stepCost ? ' (modified)' : ''}, max ${f.maxConcurrent} running, ${f.maxBatchedTokens} tokens/step, `
+    + `${r.saturation ? `${loadText(r)}, ` : ''}speed x${Number(r.speed.toPrecision(4))}, seed ${r.seed}`;
   const rows = [REPORT_COLUMNS.map(([h]) => h), ...r.policies.map((m) => REPORT_COLUMNS.map(([, f]) => f(m)))];
   const widths = REPORT_COLUMNS.map((_, c) => Math.max(...rows.map((row) => row[c].length)));
   const line = (row: string[]): string => row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  ');
   return [head, '', line(rows[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n') + '\n';
 }
 
+/** `load 0.85 of saturation 125.70 req/s (kv, measured)`: what a load-driven run's speed comes from. */
+export function loadText(r: SimulationResult): string {
+  const s = r.saturation;
+  if (!s) return '';
+  const how = s.passes.length === 0 ? 'given' : s.saturated ? `kv, ${s.passes.length} passes` : `kv, not reached in ${s.passes.length} passes: a lower bound`;
+  return `load ${r.load} of saturation ${s.requests_per_s.toFixed(2)} req/s (${how})`;
+}
+
 /** The result as JSON-ready data (Infinity capacity as null). */
 export function reportJson(r: SimulationResult): unknown {
-  return { ...r, fleet: { ...r.fleet, capacityBlocks: Number.isFinite(r.fleet.capacityBlocks) ? r.fleet.capacityBlocks : null } };
+  return jsonReady(r);
+}
+
+/** `x` as plain JSON data, Infinity (unbounded capacities) as null. */
+export function jsonReady(x: unknown): unknown {
+  return JSON.parse(JSON.stringify(x, (_k, v: unknown) => (v === Infinity ? null : v))) as unknown;
 }
 
 /** Numeric columns of the CSV export (ms for times). */

@@ -1,10 +1,10 @@
 /**
- * Sweeps: every policy at every value of one numeric knob (`speed=1,2,4,8`,
+ * Sweeps: every policy at every value of one numeric knob (`speed=1,2,4,8`, `load=0.3,0.6,0.85,1.1`,
  * `capacity-blocks=256,512,1024`, ...), a table of the results and the charts of TTFT and hit
  * rate against the swept value. Knob names are the CLI's flag names.
  */
 import { simulate, type SimProgress, type SimulationOptions, type SimulationResult } from './simulate.js';
-import type { FleetConfig } from './fleet.js';
+import { profileText, type FleetConfig } from './fleet.js';
 import type { CostKnobs } from './policies.js';
 import type { Trace } from './trace.js';
 import type { PolicyMetrics } from './metrics.js';
@@ -15,7 +15,9 @@ const knob = (k: keyof CostKnobs): Setter => (o, v) => ({ ...o, knobs: { ...o.kn
 
 /** The knobs a sweep can vary, by flag name. */
 export const SWEEP_KNOBS: Readonly<Record<string, Setter>> = Object.freeze({
-  speed: (o, v) => ({ ...o, speed: v }),
+  speed: (o, v) => ({ ...o, speed: v, load: undefined }),
+  // a fraction of the fleet's measured saturation throughput (measured once per fleet and seed)
+  load: (o, v) => ({ ...o, load: v }),
   seed: (o, v) => ({ ...o, seed: v }),
   workers: fleet('workers'),
   'dp-ranks': fleet('dpRanks'),
@@ -86,6 +88,8 @@ export function formatSweep(r: SweepResult): string {
   const widths = head.map((_, c) => Math.max(...all.map((row) => row[c].length)));
   const line = (row: string[]): string => row.map((cell, c) => (c <= 1 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  ');
   const f = r.runs[0]?.fleet;
-  const about = f ? `${r.runs[0].requests} requests, ${f.workers} workers x ${f.dpRanks} rank(s), profile ${f.profile}; sweep of ${r.knob}\n\n` : '';
+  const sat = r.runs.find((run) => run.saturation)?.saturation;
+  const satText = sat ? `; saturation ${sat.requests_per_s.toFixed(2)} req/s (kv)` : '';
+  const about = f ? `${r.runs[0].requests} requests, ${f.workers} workers x ${f.dpRanks} rank(s), profile ${profileText(f)}; sweep of ${r.knob}${satText}\n\n` : '';
   return about + [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n') + '\n';
 }

@@ -96,7 +96,7 @@ test('--svg without a sweep writes the run\'s charts; a bad sweep is a usage err
 test('usage errors exit 2, run failures exit 1, --help exits 0', async () => {
   let s = io();
   assert.equal(await main(['--workers', '2'], s.io), 2);
-  assert.match(s.o.err, /--trace FILE is required/);
+  assert.match(s.o.err, /give one of --trace FILE and --workload SPEC/);
   s = io();
   assert.equal(await main(['--trace', 'x', '--workers', 'many'], s.io), 2);
   assert.match(s.o.err, /--workers: not a number: many/);

@@ -34,6 +34,11 @@ export interface GridSpec {
   /** Body of the `custom` policy's scorer. */
   scorer?: string;
   queue?: { threshold: number; policy?: 'fcfs' | 'wspt' | 'lcfs' };
+  /**
+   * Saturations already measured, by `workload@fleet` (a grid's `saturations`): given, they are
+   * used instead of measured again (a script comparing new policies against a saved grid).
+   */
+  saturations?: Readonly<Record<string, Saturation>>;
   /** Engine settings applied to every fleet (capacityBlocks, maxBatchedTokens, ...). */
   fleet?: Partial<Omit<FleetConfig, 'workers' | 'dpRanks' | 'kinds'>>;
 }
@@ -117,7 +122,8 @@ export async function runGridTask(task: GridTask): Promise<GridTaskResult> {
   const spec = task.spec, fleet = gridFleet(spec, task.fleet);
   const trace = gridTrace(spec, task.workload, fleet);
   if (task.kind === 'saturation') {
-    return { kind: 'saturation', requests: trace.length, saturation: await measureSaturation(trace, fleet, { seed: spec.seed }) };
+    const known = spec.saturations?.[`${task.workload}@${task.fleet}`];
+    return { kind: 'saturation', requests: trace.length, saturation: known ?? await measureSaturation(trace, fleet, { seed: spec.seed }) };
   }
   const r = await simulate(trace, {
     fleet, policies: task.policy, seed: spec.seed, knobs: spec.knobs, queue: spec.queue, load: task.load, saturation: task.saturation,

@@ -1,0 +1,140 @@
+/**
+ * Does the recommended policy win where it was not tuned? (issue 27, point 3)
+ *
+ * One simulator grid (src/sim/grid.ts): workload families x fleets x loads, every other policy
+ * (Dynamo's `kv`, the peers' routers, the baselines) and each candidate setting of `ttft`. Each
+ * cell is judged by the targets:
+ *   - load <= 0.85: TTFT p50 and p90 at most 2% above the best other policy's, p99 at most 5%
+ *     above kv's, hit rate at least 0.9x the best other policy's;
+ *   - load > 1: not the worst of all policies in any of the four metrics.
+ * A setting's loss over a set of cells sums how far each target is missed (relative). The
+ * setting is then chosen by leave-one-family-out: for each family, the setting with the least
+ * loss on the other families, reported on the family left out; and the default, chosen on all.
+ *
+ *   node build/dist/bench/generalization.bench.js [--jobs 2] [--variants ttft,ttft:evict_weight=0]
+ *     [--workloads ...] [--fleets ...] [--loads ...] [--seed 0] [--save grid.json | --from grid.json]
+ *     [--baseline others.json] [--markdown]
+ *
+ * `--baseline` takes a saved grid of the other policies (run once with `--save`): only the `ttft`
+ * variants run then, at its measured saturations (the other policies' runs do not change).
+ *
+ * `npm run bench -- generalization` runs the whole grid (about an hour on 2 cores).
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { runGrid } from '../src/grid-pool.js';
+import { gridJson } from '../src/sim/grid-report.js';
+import type { CellMetrics, GridResult } from '../src/sim/grid.js';
+
+const OTHERS = 'kv,llmd,sglang_cache_aware,ray_prefix_affinity,session_affinity,least_loaded,round_robin,random';
+const { values } = parseArgs({
+  options: {
+    jobs: { type: 'string' }, variants: { type: 'string' }, workloads: { type: 'string' }, fleets: { type: 'string' },
+    loads: { type: 'string' }, seed: { type: 'string' }, save: { type: 'string' }, from: { type: 'string' }, markdown: { type: 'boolean' },
+    baseline: { type: 'string' },
+  },
+});
+const variants = (values.variants ?? 'ttft').split(',');
+const list = (v: string | undefined, d: string): string[] => (v ?? d).split(',');
+
+interface Cell { workload: string; fleet: string; load: number; runs: Map<string, CellMetrics> }
+
+const cellsOf = (g: GridResult): Cell[] =>
+  g.cells.map((c) => ({ workload: c.workload, fleet: c.fleet, load: c.load, runs: new Map(c.policies.map((m) => [m.policy, m])) }));
+const key = (c: { workload: string; fleet: string; load: number }): string => `${c.workload}@${c.fleet}@${c.load}`;
+
+/**
+ * The cells: read (`--from`), or run. With `--baseline` (a saved grid of the other policies), only
+ * the variants run, at the baseline's saturations, and join its cells.
+ */
+async function grid(): Promise<Cell[]> {
+  if (values.from) return cellsOf(JSON.parse(readFileSync(values.from, 'utf8')) as GridResult);
+  const base = values.baseline ? JSON.parse(readFileSync(values.baseline, 'utf8')) as GridResult : null;
+  const g = await runGrid({
+    workloads: list(values.workloads, base ? [...new Set(base.cells.map((c) => c.workload))].join(',') : 'system_prompt,multi_turn,agentic,doc_qa,no_reuse,mixed'),
+    fleets: list(values.fleets, base ? [...new Set(base.cells.map((c) => c.fleet))].join(',') : '8x1,16x2,64x1,mixed'),
+    loads: list(values.loads, base ? [...new Set(base.cells.map((c) => c.load))].join(',') : '0.3,0.6,0.85,1.1').map(Number),
+    policies: base ? variants.join(',') : [...variants, OTHERS].join(','), seed: Number(values.seed ?? 0),
+    saturations: base ? Object.fromEntries(base.saturations.map((s) => [`${s.workload}@${s.fleet}`, s.saturation])) : undefined,
+  }, { jobs: Number(values.jobs ?? 2), onProgress: (p) => process.stderr.write(`\r[${p.done}/${p.total}]`) });
+  process.stderr.write('\n');
+  if (values.save) writeFileSync(values.save, `${JSON.stringify(gridJson(g))}\n`);
+  const cells = cellsOf(g);
+  if (!base) return cells;
+  const others = new Map(cellsOf(base).map((c) => [key(c), c]));
+  return cells.map((c) => {
+    const b = others.get(key(c));
+    if (!b) throw new Error(`the baseline has no cell ${key(c)}`);
+    return { ...c, runs: new Map([...b.runs].filter(([p]) => !variants.includes(p)).concat([...c.runs])) };
+  });
+}
+
+const family = (workload: string): string => workload.split(':')[0];
+const METRICS = [
+  { key: 'p50', of: (m: CellMetrics) => m.ttft_ms.p50 }, { key: 'p90', of: (m: CellMetrics) => m.ttft_ms.p90 },
+  { key: 'p99', of: (m: CellMetrics) => m.ttft_ms.p99 }, { key: 'hit', of: (m: CellMetrics) => m.hit_rate, higher: true },
+] as const;
+
+interface Verdict { ratios: Record<string, number>; missed: string[]; loss: number }
+
+/** How `variant` does in `cell` against the targets (ratios: to the best other, p99 to kv's). */
+function judge(cell: Cell, variant: string): Verdict {
+  const me = cell.runs.get(variant);
+  if (!me) throw new Error(`no run of ${variant} in ${cell.workload} ${cell.fleet} ${cell.load}`);
+  const others = [...cell.runs].filter(([k]) => !variants.includes(k)).map(([, m]) => m);
+  const ratios: Record<string, number> = {}, missed: string[] = [];
+  let loss = 0;
+  if (cell.load <= 1) {
+    const best = (of: (m: CellMetrics) => number, higher = false): number => (higher ? Math.max : Math.min)(...others.map(of));
+    ratios.p50 = me.ttft_ms.p50 / best((m) => m.ttft_ms.p50);
+    ratios.p90 = me.ttft_ms.p90 / best((m) => m.ttft_ms.p90);
+    ratios.p99 = me.ttft_ms.p99 / (cell.runs.get('kv') as CellMetrics).ttft_ms.p99;
+    const bestHit = best((m) => m.hit_rate, true);
+    ratios.hit = bestHit > 0 ? me.hit_rate / bestHit : 1; // nothing to hit: met
+    const bounds: [string, number, boolean][] = [['p50', 1.02, false], ['p90', 1.02, false], ['p99', 1.05, false], ['hit', 0.9, true]];
+    for (const [k, b, floor] of bounds) {
+      const over = floor ? b - ratios[k] : ratios[k] - b;
+      if (over > 0) { missed.push(k); loss += over; }
+    }
+  } else {
+    for (const g of METRICS) {
+      const mine = g.of(me), vals = others.map(g.of);
+      const worst = 'higher' in g ? Math.min(...vals) : Math.max(...vals);
+      ratios[g.key] = worst > 0 ? mine / worst : 1;
+      const over = 'higher' in g ? (worst > 0 ? worst / Math.max(mine, 1e-9) - 1 : 0) : mine / worst - 1;
+      if (over > 0) { missed.push(`${g.key} worst`); loss += over; }
+    }
+  }
+  return { ratios, missed, loss };
+}
+
+const lossOf = (cells: Cell[], v: string): number => cells.reduce((s, c) => s + judge(c, v).loss, 0);
+const choose = (cells: Cell[]): string => variants.reduce((a, b) => (lossOf(cells, b) < lossOf(cells, a) ? b : a));
+
+const cells = await grid();
+const families = [...new Set(cells.map((c) => family(c.workload)))];
+const heldOut = new Map(families.map((f) => [f, choose(cells.filter((c) => family(c.workload) !== f))]));
+const all = choose(cells);
+
+const fmt = (v: Verdict, k: string): string => (k === 'hit' ? `${v.ratios[k].toFixed(2)}x` : `${v.ratios[k].toFixed(3)}`);
+const rows: string[] = [];
+const head = '| family | fleet | load | held out: setting (tuned on the other families) | p50 / best | p90 / best | p99 / kv | hit / best | met | default: p50 / p90 / p99 / hit | met |';
+rows.push(head, `|${'---|'.repeat(head.split('|').length - 2)}`);
+let missedHeld = 0, missedDefault = 0;
+for (const c of cells) {
+  const f = family(c.workload), h = judge(c, heldOut.get(f) as string), d = judge(c, all);
+  if (h.missed.length) missedHeld++;
+  if (d.missed.length) missedDefault++;
+  const note = c.load > 1 ? ' (vs worst)' : '';
+  rows.push(`| ${c.workload} | ${c.fleet} | ${c.load}${note} | **${heldOut.get(f)}** | ${fmt(h, 'p50')} | ${fmt(h, 'p90')} | ${fmt(h, 'p99')} | ${fmt(h, 'hit')} | `
+    + `${h.missed.length ? `no: ${h.missed.join(', ')}` : 'yes'} | ${['p50', 'p90', 'p99', 'hit'].map((k) => fmt(d, k)).join(' / ')} | ${d.missed.length ? `no: ${d.missed.join(', ')}` : 'yes'} |`);
+}
+const out = [
+  `default setting (least loss on all families): ${all}`,
+  `held out (each family's setting chosen on the others): ${[...heldOut].map(([f, v]) => `${f}: ${v}`).join('; ')}`,
+  `cells missing a target: held out ${missedHeld} of ${cells.length}; default ${missedDefault} of ${cells.length}`,
+  `loss per setting on all cells: ${variants.map((v) => `${v} ${lossOf(cells, v).toFixed(3)}`).join('; ')}`,
+  '',
+  ...rows,
+];
+console.log(values.markdown ? out.join('\n') : out.join('\n').replaceAll('**', ''));

@@ -70,7 +70,7 @@ export const systemPrompt: Family = {
     zipf: { default: 1, about: 'Zipf exponent of group popularity (0 = uniform)', min: 0, max: 4 },
     question: tokens(128, 'question tokens (median)'),
     output: tokens(256, 'output tokens (median)'),
-    ...commonKnobs(40_000, 120),
+    ...commonKnobs(12_000, 120),
   },
   generate(k, g) {
     return questionsOver(k, g, Array.from({ length: k.groups }, () => new Context(g.ids).append(k.prefix)), k.zipf);
@@ -87,7 +87,7 @@ export const multiTurn: Family = {
     user: tokens(128, 'later user message tokens (median)'),
     output: tokens(256, 'answer tokens (median)'),
     ...sessionKnobs('turn', 6, 'think', 10_000, 'the answer, then the user reading and typing'),
-    ...commonKnobs(36_000, 80),
+    ...commonKnobs(10_000, 80),
   },
   generate(k, g) {
     const system = new Context(g.ids).append(k.system);
@@ -107,7 +107,7 @@ export const agentic: Family = {
     append: tokens(256, 'tool result tokens appended after each step (median)'),
     output: tokens(128, 'tokens generated per step (median)'),
     ...sessionKnobs('step', 12, 'gap', 2000, 'the answer, then the tool call'),
-    ...commonKnobs(32_000, 60),
+    ...commonKnobs(8000, 60),
   },
   generate(k, g) {
     const prefixes = Array.from({ length: k.agents }, () => new Context(g.ids).append(k.prefix));
@@ -127,7 +127,7 @@ export const docQa: Family = {
     zipf: { default: 0, about: 'Zipf exponent of document popularity (0 = uniform)', min: 0, max: 4 },
     question: tokens(64, 'question tokens (median)'),
     output: tokens(256, 'answer tokens (median)'),
-    ...commonKnobs(28_000, 24),
+    ...commonKnobs(10_000, 24),
   },
   generate(k, g) {
     if (k.doc_min > k.doc_max) throw new Error(`doc_qa: doc_min ${k.doc_min} exceeds doc_max ${k.doc_max}`);
@@ -143,7 +143,7 @@ export const noReuse: Family = {
   knobs: {
     input: tokens(1024, 'prompt tokens (median)'),
     output: tokens(256, 'output tokens (median)'),
-    ...commonKnobs(40_000, 120),
+    ...commonKnobs(12_000, 120),
   },
   generate(k, g) {
     return oneShot(k, g, () => new Context(g.ids).append(lengthDraw(g.rng, k.input, k.spread)));

@@ -1,17 +1,19 @@
 /**
- * The simulator page: reads the form (trace, fleet, policies, cost knobs, a custom scorer, an
- * optional sweep), runs the simulation in a Web Worker started from a blob URL (works from
- * file:// too; Cancel terminates it), and renders the metrics table, the charts (the same SVG
- * the CLI writes with --svg) and a CSV export of the table. Bundled by scripts/bundle-web.mjs
- * into one classic script.
+ * The simulator page: reads the form (a trace or a generated workload, a speed-up or a load,
+ * the fleet, policies, cost knobs, a custom scorer, an optional sweep), runs the simulation in a
+ * Web Worker started from a blob URL (works from file:// too; Cancel terminates it), and renders
+ * the metrics table, the charts (the same SVG the CLI writes with --svg) and a CSV export of the
+ * table. Bundled by scripts/bundle-web.mjs into one classic script.
  */
 import type { PageProgress, RunRequest, WorkerMessage } from './protocol.js';
 import type { SimulationResult } from '../src/sim/simulate.js';
 import type { SweepResult } from '../src/sim/sweep.js';
-import { REPORT_COLUMNS, resultsCsv } from '../src/sim/report.js';
+import { REPORT_COLUMNS, loadText, resultsCsv } from '../src/sim/report.js';
 import { EXAMPLE_SCORER } from '../src/sim/custom-scorer.js';
 import { DEFAULT_PROFILE, PERF_PROFILES } from '../src/sim/perf-model.js';
+import { profileText } from '../src/sim/fleet.js';
 import { SWEEP_KNOBS, parseSweep } from '../src/sim/sweep.js';
+import { initWorkloadForm, namedFleetSettings, workloadSpec } from './workload-form.js';
 import { PALETTE } from '../src/sim/plot.js';
 import { loadCharts, resultCharts, sweepCharts, type Figure } from '../src/sim/figures.js';
 
@@ -35,6 +37,7 @@ function startWorker(): Worker {
 }
 
 async function traceText(): Promise<string> {
+  if ($<HTMLInputElement>('use-workload').checked) return '';
   const file = $<HTMLInputElement>('trace-file').files?.[0];
   if ($<HTMLInputElement>('use-file').checked) {
     if (!file) throw new Error('choose a trace file, or use the bundled sample');
@@ -49,11 +52,14 @@ function request(trace: string): RunRequest {
   const policies = [...kinds, ...(extra ? extra.split(',').map((s) => s.trim()) : [])].join(',');
   const useScorer = policies.split(',').some((p) => p.split(':')[0] === 'custom');
   const knob = $<HTMLSelectElement>('sweep-knob').value;
+  const workload = workloadSpec();
+  if (workload !== undefined && num('limit') !== undefined) throw new Error('"first N requests" applies to a trace: give a workload requests=N');
   return {
-    type: 'run', trace, limit: num('limit'), policies, seed: num('seed') ?? 0, speed: num('speed') ?? 1,
+    type: 'run', trace, limit: num('limit'), policies, seed: num('seed') ?? 0, speed: num('speed') ?? 1, load: num('load'), workload,
     fleet: {
       workers: num('workers'), dpRanks: num('dp-ranks'), blockSize: num('block-size'), capacityBlocks: num('capacity-blocks'),
       profile: $<HTMLSelectElement>('profile').value, maxConcurrent: num('max-concurrent'), maxBatchedTokens: num('max-batched-tokens'),
+      ...namedFleetSettings(),
     },
     queue: num('queue-threshold') === undefined ? undefined : { threshold: num('queue-threshold') as number },
     knobs: { overlapScoreCredit: num('credit'), prefillLoadScale: num('scale'), routerTemperature: num('temperature') },
@@ -100,7 +106,9 @@ async function run(): Promise<void> {
         $<HTMLProgressElement>('progress').value = m.type === 'error' ? 0 : 1;
         if (m.type === 'done') {
           render(m.result);
-          status(`${m.requests} requests × ${m.result.policies.length} policies in ${(m.wallMs / 1000).toFixed(1)} s`, 'done');
+          const f = m.result.fleet, load = m.result.saturation ? `, ${loadText(m.result)}` : '';
+          status(`${m.requests} requests × ${m.result.policies.length} policies in ${(m.wallMs / 1000).toFixed(1)} s `
+            + `(${f.workers} x ${f.dpRanks} rank(s), ${profileText(f)}${load})`, 'done');
         } else if (m.type === 'swept') {
           renderSweep(m.sweep);
           const runs = m.sweep.runs.length * (m.sweep.runs[0]?.policies.length ?? 0);
@@ -191,6 +199,7 @@ function init(): void {
   const lines = __SAMPLE_TRACE__.split('\n').filter((l) => l.trim() !== '').length;
   $('sample-size').textContent = `${lines} requests`;
   $('trace-file').addEventListener('change', () => { $<HTMLInputElement>('use-file').checked = true; });
+  initWorkloadForm();
   $('run').addEventListener('click', () => { void run(); });
   $('cancel').addEventListener('click', () => cancelRun?.());
   $('csv').addEventListener('click', exportCsv);

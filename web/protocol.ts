@@ -7,8 +7,12 @@ import type { SweepResult } from '../src/sim/sweep.js';
 /** Page -> worker: run a simulation, or a sweep of one knob. */
 export interface RunRequest {
   type: 'run';
-  /** JSONL trace text. */
+  /** JSONL trace text (unused with `workload`). */
   trace: string;
+  /** A generated workload spec (`NAME[:key=value...]`), generated in the worker for the fleet. */
+  workload?: string;
+  /** Arrival rate as a fraction of the measured saturation (replaces `speed`). */
+  load?: number;
   limit?: number;
   fleet: Partial<FleetConfig>;
   policies: string;

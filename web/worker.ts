@@ -4,6 +4,8 @@
  * also works when opened from the file system. The page cancels a run by terminating it.
  */
 import { parseTrace } from '../src/sim/trace.js';
+import { generateWorkload } from '../src/sim/workload/spec.js';
+import { DEFAULT_FLEET, fleetRanks } from '../src/sim/fleet.js';
 import { simulate, type SimulationOptions } from '../src/sim/simulate.js';
 import { sweep } from '../src/sim/sweep.js';
 import { compileScorer } from '../src/sim/custom-scorer.js';
@@ -20,9 +22,11 @@ scope.onmessage = (ev) => {
   const t0 = performance.now();
   void (async () => {
     try {
-      const trace = parseTrace(req.trace, { limit: req.limit });
+      // a workload's size and rate scale with the fleet's ranks, as with the CLI's --workload
+      const ranks = fleetRanks({ workers: req.fleet.workers ?? DEFAULT_FLEET.workers, dpRanks: req.fleet.dpRanks ?? DEFAULT_FLEET.dpRanks });
+      const trace = req.workload ? generateWorkload(req.workload, { seed: req.seed, scale: ranks / 8 }) : parseTrace(req.trace, { limit: req.limit });
       const opts: SimulationOptions = {
-        fleet: req.fleet, policies: req.policies, knobs: req.knobs, seed: req.seed, speed: req.speed, queue: req.queue,
+        fleet: req.fleet, policies: req.policies, knobs: req.knobs, seed: req.seed, speed: req.speed, load: req.load, queue: req.queue,
         scorer: req.scorer ? compileScorer(req.scorer) : undefined, progressEvery: 250,
       };
       if (req.sweep) {

@@ -11,7 +11,7 @@
  * loop's price, the same in every policy's run. `--load` and `--speed` compress the whole
  * timeline, gaps included.
  */
-import { lengthDraw, uniformInt, exponential, Zipf } from './distributions.js';
+import { lengthDraw, uniformInt, exponential, stratifiedInts, Zipf } from './distributions.js';
 import { Context, poissonSessions } from './context.js';
 import { commonKnobs, count, tokens, type Family, type GenContext, type KnobDef, type Knobs } from './family.js';
 import type { TraceRow } from '../trace.js';
@@ -122,7 +122,7 @@ export const docQa: Family = {
   about: 'questions over a few large documents: each request is a whole document plus a short question; documents interleave',
   knobs: {
     documents: count(16, 'documents'),
-    doc_min: tokens(8192, 'shortest document, tokens (lengths uniform in doc_min..doc_max)'),
+    doc_min: tokens(8192, 'shortest document, tokens (lengths spread evenly over doc_min..doc_max: one drawn in each of `documents` equal slices)'),
     doc_max: tokens(30_720, 'longest document, tokens'),
     zipf: { default: 0, about: 'Zipf exponent of document popularity (0 = uniform)', min: 0, max: 4 },
     question: tokens(64, 'question tokens (median)'),
@@ -131,7 +131,8 @@ export const docQa: Family = {
   },
   generate(k, g) {
     if (k.doc_min > k.doc_max) throw new Error(`doc_qa: doc_min ${k.doc_min} exceeds doc_max ${k.doc_max}`);
-    return questionsOver(k, g, Array.from({ length: k.documents }, () => new Context(g.ids).append(uniformInt(g.rng, k.doc_min, k.doc_max))), k.zipf);
+    const lengths = stratifiedInts(g.rng, k.documents, k.doc_min, k.doc_max);
+    return questionsOver(k, g, lengths.map((n) => new Context(g.ids).append(n)), k.zipf);
   },
 };
 

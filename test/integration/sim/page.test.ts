@@ -1,9 +1,10 @@
 /**
  * The simulator page in headless Chromium (Debian's /usr/bin/chromium driven by playwright-core;
  * never a downloaded browser): opened from the file system, it runs a short simulation of the
- * bundled sample in its Web Worker and renders the table and charts, exports CSV, sweeps a knob and
- * cancels a run; its form fits the window at 1280, 1400 and 1920 px (checked by layout boxes); the
- * `select-service/browser` bundle works as an ES module without the page.
+ * bundled sample in its Web Worker and renders the table and charts, exports CSV, generates a
+ * workload and runs it on a named fleet at a load, sweeps a knob and cancels a run; its form fits
+ * the window at 1280, 1400 and 1920 px (checked by layout boxes); the `select-service/browser`
+ * bundle works as an ES module without the page.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -79,6 +80,42 @@ test('the page runs a simulation from file:// and renders the table and charts',
   const csv = readFileSync(await download.path(), 'utf8').trim().split('\n');
   assert.match(csv[0], /^policy,hit_rate,block_hit_rate,ttft_p50_ms,/);
   assert.deepEqual(csv.slice(1).map((l) => l.split(',')[0]), ['ttft', 'kv', 'round_robin', 'random', 'least_loaded', 'session_affinity']);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the page generates a workload on a named fleet and runs it at a load of its measured saturation', { skip: SKIP }, async () => {
+  const { page, errors } = await openPage();
+  assert.match(await page.textContent('#workload-help') ?? '', /^groups of requests that share a long system prompt.*Knobs: groups \(16\), prefix \(2048\),/);
+  await page.selectOption('#workload', 'doc_qa');
+  assert.equal(await page.isChecked('#use-workload'), true, 'choosing a workload selects it as the source');
+  assert.match(await page.textContent('#workload-help') ?? '', /documents \(16\)/);
+  await page.selectOption('#workload', 'system_prompt');
+  await page.fill('#workload-knobs', 'requests=300:groups=4');
+  await page.fill('#load', '0.8');
+  await page.selectOption('#fleet', 'mixed');
+  assert.equal(await page.inputValue('#workers'), '8');
+  assert.equal(await page.isDisabled('#workers'), true, 'a named fleet sets the shape');
+  assert.equal(await page.isDisabled('#profile'), true, 'the mixed fleet sets each worker\'s profile');
+  await page.click('#run');
+  await page.waitForFunction(() => document.body.dataset.state !== 'running' && document.body.dataset.state !== 'ready', null, { timeout: 120_000 });
+  const status = await page.textContent('#status') ?? '';
+  assert.equal(await page.evaluate(() => document.body.dataset.state), 'done', status);
+  assert.match(status, /^300 requests × 5 policies in [\d.]+ s \(8 x 1 rank\(s\), 4 x llama3\.1-8b-h100 \+ 4 x llama3\.1-8b-a100, load 0\.8 of saturation [\d.]+ req\/s \(kv, \d passes\)\)$/);
+  const hits = await page.$$eval('#metrics tbody tr', (trs) => trs.map((tr) => Number((tr as HTMLElement).dataset.hitRate)));
+  assert.ok(hits.every((h) => h > 0.3), `four shared 2,048-token prompts: hit rates ${hits}`);
+  // bad settings are reported before anything runs
+  await page.fill('#workload-knobs', 'colour=2');
+  await page.click('#run');
+  await page.waitForFunction(() => document.body.dataset.state === 'error');
+  assert.match(await page.textContent('#status') ?? '', /^error: workload "system_prompt:colour=2": system_prompt has no knob "colour"/);
+  await page.fill('#workload-knobs', '');
+  await page.fill('#limit', '100');
+  await page.click('#run');
+  await page.waitForFunction(() => /first N requests/.test(document.getElementById('status')?.textContent ?? ''));
+  await page.selectOption('#fleet', '');
+  assert.equal(await page.isDisabled('#workers'), false);
+  assert.equal(await page.isDisabled('#profile'), false);
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -75,6 +75,17 @@ test('doc_qa: questions share their whole document; documents interleave', () =>
   assert.ok(switches > rs.length / 2, `interleaved: ${switches} switches`);
 });
 
+test('doc_qa: one document length in each equal slice of doc_min..doc_max, for every seed', () => {
+  const width = (30_720 - 8192 + 1) / 16;
+  for (const seed of [0, 1, 2]) {
+    const docs = groupBy(requests(generateWorkload('doc_qa:requests=800', { seed })), (r) => r.ids[0]);
+    assert.equal(docs.size, 16);
+    // a document's full blocks are what its questions share: its length to within one block
+    const lengths = [...docs.values()].map((m) => commonPrefix(m) * 512).sort((a, b) => a - b);
+    lengths.forEach((n, k) => assert.ok(n > 8192 + k * width - 512 && n < 8192 + (k + 1) * width, `seed ${seed}: document ${k} of ${lengths}`));
+  }
+});
+
 test('no_reuse: no block is shared by two requests', () => {
   const rs = requests(generateWorkload('no_reuse:requests=1000', { seed: 5 }));
   checkWellFormed(rs);

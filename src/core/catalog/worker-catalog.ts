@@ -394,7 +394,8 @@ export abstract class WorkerCatalog {
     const policy: WorkerSelectionPolicy | null = name && name !== 'default' && this.policies
       ? this.policies.create(name, { modelName, routingGroup, blockSize }, params)
       : createRoutingPolicy(routing.kind, { modelName, routingGroup, blockSize }, routing.params, {
-        rates: (): PrefillRates => created.loads.prefillRates, model: (): TtftModel => created.loads.ttftModel, heldBlocks: (w, r) => created.index.treeSize(w, r), clock: this.clock,
+        rates: (): PrefillRates => created.loads.prefillRates, model: (): TtftModel => created.loads.ttftModel, heldBlocks: (w, r): number => created.index.treeSize(w, r), clock: this.clock,
+        liveSharing: (words, blocks): number => (blocks > 0 ? created.loads.blocks.liveCount(words[2 * blocks - 2], words[2 * blocks - 1]) : 0),
       });
     const created = new Partition(key, {
       modelName, routingGroup, blockSize, isEagle, clock: this.clock, rng: this.rng,

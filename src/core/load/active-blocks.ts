@@ -191,6 +191,13 @@ export class ActiveBlocks {
     return d;
   }
 
+  /** Live bookings holding a hash, over every row. */
+  liveCount(lo: number, hi: number): number {
+    let c = 0;
+    for (let e = this.headOf(lo, hi); e !== NIL; e = this.next[e]) c += this.cnt[e];
+    return c;
+  }
+
   /** How many rows hold a hash. */
   holderCount(lo: number, hi: number): number {
     let c = 0;

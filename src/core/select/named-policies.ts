@@ -21,6 +21,11 @@ export interface RoutingInputs {
   model(): TtftModel;
   /** KV blocks a rank holds on device, as the KV index sees them. */
   heldBlocks(workerId: bigint, dpRank: number): number;
+  /**
+   * Live bookings of the partition whose prompt shares the first `blocks` blocks of `prefixWords`
+   * (its chained block hashes as u32 pairs): how much of the traffic that prefix is right now.
+   */
+  liveSharing(prefixWords: Uint32Array, blocks: number): number;
   /** The core's clock (time-based eviction of a policy's own state). */
   readonly clock: Clock;
 }

@@ -17,7 +17,12 @@
  *             the rank's free KV (capacity minus what the KV index holds there)
  *   preempt = the recompute of the blocks the rank's requests and this one would hold beyond its
  *             capacity (the engine preempts)
- *   cost    = ttft + delay + evict + preempt
+ *   spread  = for a rank that does not hold the prompt's cached prefix (a block more uncached
+ *             than the best holder) and steps faster than the fastest holder: minus spread_secs x
+ *             the prefix's live traffic per second (its live bookings over their life) / (holders
+ *             + 1) x the step time saved. A hot prefix earns a new copy where the new copy's
+ *             requests will each wait less, for the time that copy keeps serving them.
+ *   cost    = ttft + delay + evict + preempt - spread
  *
  * `busy` is the fraction of the last ~10 s during which a booking on the rank awaited its first
  * token; `life` is this request's decode (its expected output tokens, or the partition's mean, in
@@ -56,6 +61,8 @@ const RATE_WINDOW_SECS = 10;
 export interface TtftInputs {
   /** The partition's learned TTFT model. */
   model(): TtftModel;
+  /** Live bookings sharing the first `blocks` blocks of a prompt (absent: 0). */
+  liveSharing?(prefixWords: Uint32Array, blocks: number): number;
   /** KV blocks a rank holds on device, as the KV index sees them (absent: the evict term reads 0). */
   heldBlocks?(workerId: bigint, dpRank: number): number;
   readonly clock: Clock;
@@ -105,6 +112,8 @@ export function createTtftPolicy(partition: PolicyPartition, params: Readonly<Re
   /** When (in picks) each rank was last chosen. */
   const lastChosen = new Map<string, number>();
   let picks = 0;
+  /** Per candidate of the current scoring: uncached prompt tokens, seconds per decode step. */
+  let unc = new Float64Array(64), step = new Float64Array(64);
   const state: RankState = { prefillTokens: 0, requests: 0, contextTokens: 0, stepTokens: 0, slots: 0 };
   const scorer: WorkerScorer = {
     requiredWorkerInputs: () => WorkerInputs.CACHE | WorkerInputs.LOAD,
@@ -112,6 +121,7 @@ export function createTtftPolicy(partition: PolicyPartition, params: Readonly<Re
       const model = inputs.model(), isl = ctx.promptTokens(), n = cands.length, now = inputs.clock.now();
       const osl = ctx.expectedOutputTokens() ?? model.meanOutputTokens;
       const outBlocks = Math.ceil(osl / bs);
+      if (unc.length < n) { unc = new Float64Array(2 * n); step = new Float64Array(2 * n); }
       for (let i = 0; i < n; i++) {
         const c = cands[i], w = c.worker(), key = rankKeyOf(w.workerId, w.dpRank);
         const cached = Math.max(c.accountingCacheEstimate(), c.activeOverlapBlocks() * bs);
@@ -130,15 +140,39 @@ export function createTtftPolicy(partition: PolicyPartition, params: Readonly<Re
         // longer by what it adds. (The slot it takes is not charged to others: wherever it goes
         // it takes one for as long, and its own wait for a slot is in its predicted ttft.)
         const arrivals = p.delay_weight * rates.of(key, now), busy = Math.min(c.busyFraction(), MAX_BUSY);
-        const life = osl * model.stepSeconds(key, state);
+        const stepSecs = model.stepSeconds(key, state), life = osl * stepSecs;
         const delay = arrivals * ((work * ttft) / (1 - busy) + life * model.addedStepSeconds(key, isl + osl / 2));
         const capacity = c.totalKvBlocks();
         const free = capacity && inputs.heldBlocks ? Math.max(0, capacity - inputs.heldBlocks(w.workerId, w.dpRank)) : Infinity;
         const evicted = Math.max(0, Math.ceil(uncached / bs) - free);
         const over = capacity ? Math.max(0, c.decodeCostBlocks() + outBlocks - capacity) : 0;
         out[i] = ttft + delay + (p.evict_weight * evicted + over) * bs * perToken;
+        unc[i] = uncached;
+        step[i] = stepSecs;
       }
+      if (p.spread_secs > 0) spread(ctx.prefixWords(), isl, osl, n, out);
     },
+  };
+  /**
+   * The new copy's credit: the ranks that hold the prompt's cached prefix best (`uncached` within
+   * a block of the least) share its live traffic; a rank that does not hold it and steps faster
+   * than the fastest holder is credited, for `spread_secs`, with its share of that traffic
+   * (holders + 1 copies) times the step it saves each of those requests.
+   */
+  const spread = (words: Uint32Array, isl: number, osl: number, n: number, out: Float64Array): void => {
+    let least = Infinity;
+    for (let i = 0; i < n; i++) least = Math.min(least, unc[i]);
+    let holders = 0, holderStep = Infinity;
+    for (let i = 0; i < n; i++) if (unc[i] <= least + bs) { holders++; holderStep = Math.min(holderStep, step[i]); }
+    if (holders === n) return;
+    const depth = Math.min(words.length / 2, Math.floor((isl - least) / bs));
+    const live = depth > 0 ? inputs.liveSharing?.(words, depth) ?? 0 : 0;
+    if (live === 0) return;
+    // Little's law: the prefix's arrivals per second are its live requests over their life
+    const share = live / Math.max(1e-3, osl * holderStep) / (holders + 1);
+    for (let i = 0; i < n; i++) {
+      if (unc[i] > least + bs) out[i] -= p.spread_secs * share * Math.max(0, holderStep - step[i]);
+    }
   };
   const picker: WorkerPicker = {
     pick: (_ctx, rows, rng) => {

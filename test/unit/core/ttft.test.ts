@@ -30,9 +30,9 @@ function rank(workerId: number, o: Rank = {}): CandidateView {
 const ISL = 1600;
 const ctx = (expected = 100) => selectionContext({ promptTokens: ISL, blockSize: 16, tracksPrefillTokens: true, modelName: 'm', routingGroup: 'g', expectedOutputTokens: expected });
 
-function setup(params: Record<string, number> = {}, heldBlocks?: (w: bigint) => number) {
+function setup(params: Record<string, number> = {}, heldBlocks?: (w: bigint) => number, liveSharing?: (words: Uint32Array, blocks: number) => number) {
   const model = new TtftModel(), clock = new ManualClock();
-  const policy = createTtftPolicy({ modelName: 'm', routingGroup: 'g', blockSize: 16 }, params, { model: () => model, heldBlocks, clock });
+  const policy = createTtftPolicy({ modelName: 'm', routingGroup: 'g', blockSize: 16 }, params, { model: () => model, heldBlocks, liveSharing, clock });
   const costs = (cands: CandidateView[], c = ctx()): number[] => {
     const out = new Float64Array(cands.length);
     policy.scorers[0].score(c, cands, out);
@@ -124,3 +124,29 @@ test('the policy through a core: a rank at max_num_seqs is passed over while ano
   assert.deepEqual(placed.filter((w) => w === 2n).length, 2, `${placed}`);
 });
 
+
+test('spread: a hot prefix earns a new copy on a rank that steps faster than its holders, by its share of the traffic', () => {
+  // 100 prompt blocks; the live bookings sharing the first `blocks` of them
+  const words = new Uint32Array(200).map((_, k) => k + 1);
+  const asked: number[] = [];
+  const live = (_w: Uint32Array, blocks: number): number => { asked.push(blocks); return 30; };
+  const c = selectionContext({ promptTokens: ISL, blockSize: 16, tracksPrefillTokens: true, modelName: 'm', routingGroup: 'g', expectedOutputTokens: 100, prefixWords: words });
+  // rank 1 holds 1,200 of the 1,600 tokens and decodes a heavy context (slow steps); 2 is idle;
+  // 3 holds nothing either and is slower still than the holder
+  const ranks = [rank(1, { cached: 1200, requests: 8, context: 200_000 }), rank(2), rank(3, { requests: 16, context: 400_000 })];
+  const base = setup().costs(ranks, c);
+  const { model, costs } = setup({}, undefined, live);
+  const [h, idle, slow] = costs(ranks, c);
+  assert.deepEqual(asked, [1200 / 16], 'the traffic of the holder\'s cached prefix');
+  const holderStep = model.stepSeconds('1:0', state({ prefillTokens: 400, requests: 8, contextTokens: 200_000 }));
+  const idleStep = model.stepSeconds('2:0', state({ prefillTokens: ISL }));
+  const credit = TTFT_DEFAULTS.spread_secs * (30 / (100 * holderStep) / 2) * (holderStep - idleStep);
+  assert.ok(credit > 0);
+  assert.equal(h, base[0], 'the holder is not credited');
+  assert.ok(Math.abs(idle - (base[1] - credit)) < 1e-9 * Math.abs(base[1]), `${idle} vs ${base[1] - credit}`);
+  assert.equal(slow, base[2], 'a rank stepping slower than the holder is not credited');
+  const [, off] = setup({ spread_secs: 0 }, undefined, live).costs(ranks, c);
+  assert.equal(off, base[1], 'spread_secs=0 turns it off');
+  const [, quiet] = setup({}, undefined, () => 0).costs(ranks, c);
+  assert.equal(quiet, base[1], 'no live traffic on the prefix, no credit');
+});

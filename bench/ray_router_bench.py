@@ -69,7 +69,7 @@ def request(i: int) -> Dict[str, Any]:
 
 
 async def plain_loop_booking(n: int) -> Dict[str, Any]:
-    client = AsyncSelectServiceClient(URL, timeout=5.0)
+    client = AsyncSelectServiceClient(URL, timeout=5.0, transport="asyncio")  # the router's default
     await client.request("POST", "/workers", {"worker_id": 1, "model_name": "bench-plain", "endpoint": "ray://x",
                                               "block_size": 16})
     book, free = [], []

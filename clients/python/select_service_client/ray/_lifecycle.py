@@ -17,7 +17,7 @@ _FREE_DELAY_S = 0.002
 
 class BookingLifecycle:
     """Needs from the router: settings, _client, _bookings, _availability, _registry, counters,
-    _m_expired, _partition, _dp_rank, _unfreed, _to_free, _late, _sweeper, _event_loop, _tasks."""
+    _m_expired, _partition, _dp_rank, _unfreed, _to_free, _late, _freeing, _sweeper, _event_loop, _tasks."""
 
     settings: Any
     _client: Any
@@ -31,6 +31,7 @@ class BookingLifecycle:
     _unfreed: Set[str]
     _to_free: List[Booking]
     _late: Dict[str, asyncio.TimerHandle]
+    _freeing: Dict[str, "asyncio.Future[None]"]
     _tasks: Set["asyncio.Task[Any]"]
     _event_loop: asyncio.AbstractEventLoop
 
@@ -45,7 +46,7 @@ class BookingLifecycle:
 
     def _flush_frees(self) -> None:
         if self._to_free:
-            self._spawn(self._send_frees(self._take_frees()))
+            self._spawn_frees(self._take_frees())
 
     def _take_frees(self) -> List[str]:
         """The selection ids of the frees decided and not sent yet (a booking that is moving is
@@ -54,10 +55,43 @@ class BookingLifecycle:
         sids: List[str] = []
         for booking in batch:
             if booking._lock is not None and booking._lock.locked():
-                self._spawn(self._delete(booking.selection_id, booking))
+                self._spawn_delete(booking.selection_id, booking)
             else:
                 sids.append(booking.selection_id)
         return sids
+
+    # ---- frees in flight, by selection id: a new selection of the same id waits for them -----------
+
+    def _track_frees(self, sids: List[str]) -> "asyncio.Future[None]":
+        """Marks the frees of ``sids`` as sent and not answered yet; done with :meth:`_untrack_frees`."""
+        fut: "asyncio.Future[None]" = self._event_loop.create_future()
+        for sid in sids:
+            self._freeing[sid] = fut
+        return fut
+
+    def _untrack_frees(self, sids: List[str], fut: "asyncio.Future[None]") -> None:
+        for sid in sids:
+            if self._freeing.get(sid) is fut:
+                del self._freeing[sid]
+        if not fut.done():
+            fut.set_result(None)
+
+    async def _after_free_of(self, sid: str, deadline: float) -> None:
+        """Waits (until ``deadline`` at most) for a free of ``sid`` sent on another connection or
+        waiting for a move of the booking: a retry of a request books the same id again, and must
+        not reach the service before that free (409)."""
+        fut = self._freeing.get(sid)
+        if fut is not None:
+            self.counters["waited_for_own_free"] += 1
+            await asyncio.wait({fut}, timeout=max(deadline - time.monotonic(), 0.0))
+
+    def _spawn_frees(self, sids: List[str]) -> None:
+        fut = self._track_frees(sids)
+        self._spawn(self._send_frees(sids)).add_done_callback(lambda _: self._untrack_frees(sids, fut))
+
+    def _spawn_delete(self, sid: str, booking: Optional[Booking] = None) -> None:
+        fut = self._track_frees([sid])
+        self._spawn(self._delete(sid, booking)).add_done_callback(lambda _: self._untrack_frees([sid], fut))
 
     async def _send_frees(self, sids: List[str]) -> None:
         try:
@@ -128,7 +162,7 @@ class BookingLifecycle:
         it after our deadline), or in front of a new selection of the same id (a retry of the request)."""
         def due() -> None:
             if self._late.pop(sid, None) is not None:
-                self._spawn(self._send_frees([sid]))
+                self._spawn_frees([sid])
         self._late[sid] = self._event_loop.call_later(self.settings.retry_after_s, due)
 
     def _late_free_of(self, sid: str) -> List[str]:
@@ -148,7 +182,7 @@ class BookingLifecycle:
         self._registry.resync()
         unfreed, self._unfreed = self._unfreed, set()
         for sid in unfreed:
-            self._spawn(self._delete(sid))
+            self._spawn_delete(sid)
 
     # ---- TTL backstop ------------------------------------------------------------------------------
 
@@ -161,7 +195,7 @@ class BookingLifecycle:
         log.warning("select-service: freeing %d booking(s) older than %.0f s whose completion never came (e.g. %s)",
                     len(expired), self.settings.booking_ttl_s, expired[0].selection_id)
         for booking in expired:
-            self._spawn(self._delete(booking.selection_id, booking))
+            self._spawn_delete(booking.selection_id, booking)
 
     async def _sweep_forever(self) -> None:
         while True:

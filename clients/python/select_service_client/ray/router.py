@@ -73,6 +73,7 @@ class SelectServiceRouter(BookingLifecycle, RequestRouter):
         self._unfreed: Set[str] = set()
         self._to_free: List[Booking] = []
         self._late: Dict[str, asyncio.TimerHandle] = {}
+        self._freeing: Dict[str, "asyncio.Future[None]"] = {}
         self._delivered: Deque[Booking] = deque()
         self._early: "Counter[Tuple[ReplicaID, str]]" = Counter()
         self._last_reregister_log = -1e9
@@ -187,9 +188,12 @@ class SelectServiceRouter(BookingLifecycle, RequestRouter):
         The answer, or the reason to fall back. A 503 saying no worker is registered (the service
         restarted) registers the replicas and tries once more before ``deadline``."""
         frees = (self._take_frees() if self._to_free else []) + self._late_free_of(sid)
+        if sid in self._freeing:  # a retry, whose previous booking's free went out on its own
+            await self._after_free_of(sid, deadline)
         calls: List[Tuple[str, str, Optional[bytes]]] = [("DELETE", self._client.reservation_path(f), None) for f in frees]
         calls.append(("POST", "/select_and_reserve", data))
         started = time.perf_counter_ns()
+        tracked = self._track_frees(frees) if frees else None
         try:
             answers = await self._client.send_in_order(calls, headers=self._headers,
                                                        timeout=max(deadline - time.monotonic(), 1e-3))
@@ -200,9 +204,12 @@ class SelectServiceRouter(BookingLifecycle, RequestRouter):
             return "timeout" if isinstance(err, SelectServiceTimeout) else "unreachable"
         except asyncio.CancelledError:
             if frees:
-                self._spawn(self._send_frees(frees))  # they may not have been sent (a second DELETE is a 404)
+                self._spawn_frees(frees)  # they may not have been sent (a second DELETE is a 404)
             self._free_late(sid)
             raise
+        finally:
+            if tracked is not None:
+                self._untrack_frees(frees, tracked)
         elapsed = time.perf_counter_ns() - started
         self._timings.add("http", elapsed)
         self._freed(frees, answers[:-1])

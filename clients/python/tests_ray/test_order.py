@@ -17,10 +17,14 @@ from typing import Any, Awaitable, Callable, Dict, List
 from _support import SERVICE_URL, ServiceProcess, active_by_worker, http_json, wait_for
 from test_serve import deploy, registered, router_of, setUpModule, tearDownModule, toks  # noqa: F401 (one session)
 
+from ray import serve
 from ray.serve._private.common import RequestMetadata
 from ray.serve._private.request_router.common import PendingRequest
+from ray.serve.config import RequestRouterConfig
 
-from select_service_client.ray import selection_id_for, worker_id_for_replica
+from fake_engines import FakeEngine
+
+from select_service_client.ray import SelectServiceRouter, selection_id_for, worker_id_for_replica
 
 _BOOKING = "_select_service_booking"
 
@@ -138,6 +142,28 @@ class RetryTest(unittest.TestCase):
         async def done() -> None:
             self.router.on_request_completed(replica.replica_id, pr.metadata.internal_request_id)
         return done
+
+
+class BurstTest(unittest.TestCase):
+    def test_a_burst_of_64_with_rejections_is_all_booked(self) -> None:
+        """64 requests at once on 3 replicas of 5 slots: replicas reject, Serve retries, and every
+        request is still booked (no 409, no default choice) while the service is up."""
+        config = RequestRouterConfig(request_router_class=SelectServiceRouter,
+                                     request_router_kwargs={"select_service_url": SERVICE_URL, "timeout_s": 5.0})
+        dep = serve.deployment(FakeEngine, name="burst", num_replicas=3, max_ongoing_requests=5,
+                               ray_actor_options={"num_cpus": 0}, request_router_config=config)
+        h = serve.run(dep.bind(SERVICE_URL, False), name="burst", route_prefix=None)
+        h.remote("warm-up").result(timeout_s=60)
+        wait_for("3 workers", lambda: len(registered(SERVICE_URL, "burst")) == 3)
+        router = router_of("burst")
+        booked, before = router.stats().get("bookings", 0), fallbacks(router)
+        for response in [h.remote("p", request_token_ids=toks(6000 + i, 48)) for i in range(64)]:
+            response.result(timeout_s=60)
+        stats = router.stats()
+        self.assertEqual(fallbacks(router), before, stats)
+        self.assertGreaterEqual(stats["bookings"] - booked, 64, stats)
+        wait_for("every booking to be freed", lambda: not any(active_by_worker(SERVICE_URL, "burst").values()))
+        serve.delete("burst")
 
 
 class RestartTest(unittest.TestCase):

@@ -188,7 +188,10 @@ class SelectServiceRouter(BookingLifecycle, RequestRouter):
         The answer, or the reason to fall back. A 503 saying no worker is registered (the service
         restarted) registers the replicas and tries once more before ``deadline``."""
         frees = (self._take_frees() if self._to_free else []) + self._late_free_of(sid)
-        if sid in self._freeing:  # a retry, whose previous booking's free went out on its own
+        if sid in frees:  # a retry that frees its previous booking of this id: answered before it books
+            self._spawn_frees(frees)
+            frees = []
+        if sid in self._freeing:  # a retry, whose previous booking's free is out and not answered yet
             await self._after_free_of(sid, deadline)
         calls: List[Tuple[str, str, Optional[bytes]]] = [("DELETE", self._client.reservation_path(f), None) for f in frees]
         calls.append(("POST", "/select_and_reserve", data))

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import ssl
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, Union
+import time
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 from ._aio_transport import make_transport
 from ._wire import Wire, encode
 from .client import DEFAULT_TIMEOUT, POLICY_CLASS_HEADER, Body, SelectServiceClient, _body, _query, _segment
-from .errors import SelectServiceError
+from .errors import SelectServiceError, SelectServiceTimeout
 from .types import (
     BookingResponse, ModelLoad, ReservationRequest, ReservationResponse, SelectAndReserveRequest, WorkerRecord,
     WorkerRequest,
@@ -88,6 +89,32 @@ class AsyncSelectServiceClient:
             raise SelectServiceError.from_response(status, raw, method, path)
         return status, raw
 
+    async def send_in_order(self, calls: Sequence[Tuple[str, str, Optional[bytes]]], *,
+                            headers: Optional[Mapping[str, str]] = None,
+                            timeout: Optional[float] = None) -> List[Tuple[int, bytes]]:
+        """Sends ``(method, path, JSON body bytes or None)`` calls and returns each ``(status, raw
+        body)`` in order, whatever the status. Made for frees in front of a booking: the service
+        handles each call without a body before the calls after it. The asyncio transport writes
+        them at once on one connection (HTTP/1.1 pipelining: one round trip; the service reads
+        them in order, and reads a body only after it handled the bodiless calls before it, while
+        calls with bodies may overlap); the other transports send each after the previous one's
+        answer. ``headers`` go with the last call; ``timeout`` bounds the whole. Never retried."""
+        last = len(calls) - 1
+        framed = [(method, path, body, {**(_JSON_HEADERS if body is not None else {}),
+                                        **(headers if headers and i == last else {})})
+                  for i, (method, path, body) in enumerate(calls)]
+        budget = self.timeout if timeout is None else timeout
+        if getattr(self._transport, "pipelines", False):
+            return await self._transport.request_many(framed, budget, False)  # type: ignore[no-any-return]
+        out: List[Tuple[int, bytes]] = []
+        deadline = time.monotonic() + budget
+        for method, path, body, h in framed:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise SelectServiceTimeout(None, f"timed out after {budget} s", method=method, path=path)
+            out.append(await self._transport.request(method, path, body, h, left, False))
+        return out
+
     async def request_json(self, method: str, path: str, body: Body = None, **kwargs: Any) -> Any:
         """:meth:`request`, the answer decoded as JSON (an error when it is not JSON)."""
         status, raw = await self.request(method, path, body, **kwargs)
@@ -150,8 +177,13 @@ class AsyncSelectServiceClient:
     async def free_reservation(self, reservation_id: str, *, timeout: Optional[float] = None,
                                missing_ok: bool = False) -> None:
         """``DELETE /reservations/{id}`` (a second DELETE is a 404; ``missing_ok`` takes it as done)."""
-        await self.request("DELETE", f"/reservations/{_segment(reservation_id)}", timeout=timeout, idempotent=True,
+        await self.request("DELETE", self.reservation_path(reservation_id), timeout=timeout, idempotent=True,
                            ok=(200, 404) if missing_ok else (200, 201))
+
+    @staticmethod
+    def reservation_path(reservation_id: str) -> str:
+        """``/reservations/{id}``, the id escaped (for :meth:`send_in_order`)."""
+        return f"/reservations/{_segment(reservation_id)}"
 
     async def loads(self, model_name: Optional[str] = None, routing_group: Optional[str] = None, *,
                     timeout: Optional[float] = None) -> List[ModelLoad]:

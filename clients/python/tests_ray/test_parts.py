@@ -3,6 +3,7 @@ the asyncio client's three transports against the real service (``SELECT_SERVICE
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import unittest
 from typing import Any, List
@@ -141,6 +142,25 @@ class AsyncClientTest(unittest.TestCase):
             self.assertEqual(err.exception.status, 404)
             self.assertEqual([w.worker_id for w in await c.list_workers(model)], [11])
             await c.delete_worker(11)
+        self.assertEqual(self.run_all(body), ["aiohttp", "asyncio", "thread"])
+
+    def test_calls_sent_in_order_are_taken_in_that_order(self) -> None:
+        """Frees and a new booking of the same id, sent together: the service frees first (else the
+        booking would get 409), and the answers come back in order, the 404 too."""
+        async def body(c: AsyncSelectServiceClient, kind: str) -> None:
+            model = f"order-{kind}"
+            await c.upsert_worker(worker_id=12, model_name=model, endpoint="ray://x", block_size=16)
+            await c.select_and_reserve(model_name=model, token_ids=[1, 2, 3], selection_id=f"{kind}-s")
+            made = getattr(c._transport, "connections_made", None)
+            book = json.dumps({"model_name": model, "token_ids": [1, 2, 3], "selection_id": f"{kind}-s"}).encode()
+            path = c.reservation_path(f"{kind}-s")
+            answers = await c.send_in_order([("DELETE", path, None), ("DELETE", path, None),
+                                             ("POST", "/select_and_reserve", book)])
+            self.assertEqual([status for status, _ in answers], [200, 404, 200], answers)
+            self.assertEqual(json.loads(answers[2][1])["worker_id"], 12)
+            await c.free_reservation(f"{kind}-s")  # the new booking
+            self.assertEqual(getattr(c._transport, "connections_made", None), made)  # asyncio: one kept connection
+            await c.delete_worker(12)
         self.assertEqual(self.run_all(body), ["aiohttp", "asyncio", "thread"])
 
     def test_a_service_that_does_not_answer_times_out(self) -> None:

@@ -5,7 +5,7 @@
  * - SELECT_SERVICE_URL: approximate mode (DYN_ROUTER_USE_KV_EVENTS=false);
  * - SELECT_SERVICE_KV_URL: fed by KV events (the fake engines publish vLLM batches over ZMQ PUB);
  * - SELECT_SERVICE_NODE / SELECT_SERVICE_CLI: the outage test starts, stops and restarts its own.
- * One Ray session for the whole suite (about 1.5 GB while it runs); the suite shuts Ray down and
+ * One Ray session per test module (about 1.5 GB while it runs); each module shuts Ray down and
  * checks its processes are gone. Skipped, with the reason, when the venv is not there.
  */
 import { test } from 'node:test';
@@ -19,7 +19,7 @@ import { CLI, startService, type ServiceProcess } from '../../support/service-pr
 // compiled to build/dist/test/integration/ray/: five levels up is the project root
 const root = join(dirname(fileURLToPath(import.meta.url)), '../../../../..');
 const PYTHON = join(root, '.cache/ray-venv/bin/python');
-const SUITE_TIMEOUT_MS = 170_000;
+const SUITE_TIMEOUT_MS = 300_000; // two Ray sessions: test_serve.py, then test_order.py
 
 /** Why the suite cannot run here, or null. */
 function venvMissing(): string | null {

@@ -37,6 +37,9 @@ class Booking:
     live: bool = True
     wanted: Optional[int] = None
     """The worker the booking should be on (the replica Serve handed the request to)."""
+    routing: bool = False
+    """The router is choosing a replica for it (its first send, or a retry after a rejection): the
+    completion of a rejected send that arrives meanwhile does not free it (the retry's send will)."""
     _lock: Optional[asyncio.Lock] = None
 
     @property
@@ -58,7 +61,7 @@ class Booking:
         if left is None:
             return False
         self.attempts[replica_id] = left - 1
-        return replica_id == self.replica_id and left - 1 <= 0
+        return replica_id == self.replica_id and left - 1 <= 0 and not self.routing
 
 
 class BookingTable:

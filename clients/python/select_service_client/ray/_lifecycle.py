@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, List, Optional, Set
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ..errors import SelectServiceConnectionError, SelectServiceError
 from ._bookings import Booking
@@ -17,7 +17,7 @@ _FREE_DELAY_S = 0.002
 
 class BookingLifecycle:
     """Needs from the router: settings, _client, _bookings, _availability, _registry, counters,
-    _m_expired, _partition, _dp_rank, _unfreed, _to_free, _sweeper, _event_loop, _tasks."""
+    _m_expired, _partition, _dp_rank, _unfreed, _to_free, _late, _freeing, _sweeper, _event_loop, _tasks."""
 
     settings: Any
     _client: Any
@@ -30,20 +30,89 @@ class BookingLifecycle:
     _dp_rank: Any
     _unfreed: Set[str]
     _to_free: List[Booking]
+    _late: Dict[str, asyncio.TimerHandle]
+    _freeing: Dict[str, "asyncio.Future[None]"]
     _tasks: Set["asyncio.Task[Any]"]
     _event_loop: asyncio.AbstractEventLoop
 
     def _free_soon(self, booking: Booking) -> None:
-        """Frees in batches, a moment later: the next request's booking (often just sent) then does
-        not queue behind this DELETE in the service, and one task sends a burst of frees."""
+        """Frees a finished request's booking: its DELETE goes in front of the next selection (one
+        write, and the service frees before it selects: a back-to-back repeat of the prompt finds
+        its replica idle again), or after ``_FREE_DELAY_S`` when no selection comes; the frees of a
+        burst go out together."""
         self._to_free.append(booking)
         if len(self._to_free) == 1:
-            self._event_loop.call_later(_FREE_DELAY_S, lambda: self._spawn(self._flush_frees()))
+            self._event_loop.call_later(_FREE_DELAY_S, self._flush_frees)
 
-    async def _flush_frees(self) -> None:
+    def _flush_frees(self) -> None:
+        if self._to_free:
+            self._spawn_frees(self._take_frees())
+
+    def _take_frees(self) -> List[str]:
+        """The selection ids of the frees decided and not sent yet (a booking that is moving is
+        freed after its move, by its own task)."""
         batch, self._to_free = self._to_free, []
+        sids: List[str] = []
         for booking in batch:
-            await self._delete(booking.selection_id, booking)
+            if booking._lock is not None and booking._lock.locked():
+                self._spawn_delete(booking.selection_id, booking)
+            else:
+                sids.append(booking.selection_id)
+        return sids
+
+    # ---- frees in flight, by selection id: a new selection of the same id waits for them -----------
+
+    def _track_frees(self, sids: List[str]) -> "asyncio.Future[None]":
+        """Marks the frees of ``sids`` as sent and not answered yet; done with :meth:`_untrack_frees`."""
+        fut: "asyncio.Future[None]" = self._event_loop.create_future()
+        for sid in sids:
+            self._freeing[sid] = fut
+        return fut
+
+    def _untrack_frees(self, sids: List[str], fut: "asyncio.Future[None]") -> None:
+        for sid in sids:
+            if self._freeing.get(sid) is fut:
+                del self._freeing[sid]
+        if not fut.done():
+            fut.set_result(None)
+
+    async def _after_free_of(self, sid: str, deadline: float) -> None:
+        """Waits (until ``deadline`` at most) for a free of ``sid`` sent on another connection or
+        waiting for a move of the booking: a retry of a request books the same id again, and must
+        not reach the service before that free (409)."""
+        fut = self._freeing.get(sid)
+        if fut is not None:
+            self.counters["waited_for_own_free"] += 1
+            await asyncio.wait({fut}, timeout=max(deadline - time.monotonic(), 0.0))
+
+    def _spawn_frees(self, sids: List[str]) -> None:
+        fut = self._track_frees(sids)
+        self._spawn(self._send_frees(sids)).add_done_callback(lambda _: self._untrack_frees(sids, fut))
+
+    def _spawn_delete(self, sid: str, booking: Optional[Booking] = None) -> None:
+        fut = self._track_frees([sid])
+        self._spawn(self._delete(sid, booking)).add_done_callback(lambda _: self._untrack_frees([sid], fut))
+
+    async def _send_frees(self, sids: List[str]) -> None:
+        try:
+            answers = await self._client.send_in_order([("DELETE", self._client.reservation_path(sid), None)
+                                                        for sid in sids], timeout=self.settings.control_timeout_s)
+        except SelectServiceError as err:
+            self._lost_all(sids, err)
+            return
+        self._freed(sids, answers)
+
+    def _freed(self, sids: List[str], answers: List[Tuple[int, bytes]]) -> None:
+        """The answers to DELETEs sent in front of a selection or in a batch (a 404: already gone)."""
+        for sid, (status, raw) in zip(sids, answers):
+            if status in (200, 404):
+                self.counters["freed"] += 1
+            else:
+                self._lost(sid, SelectServiceError.from_response(status, raw, "DELETE", self._client.reservation_path(sid)))
+
+    def _lost_all(self, sids: List[str], err: SelectServiceError) -> None:
+        for sid in sids:
+            self._lost(sid, err)
 
     async def _move(self, booking: Booking) -> None:
         async with booking.lock:
@@ -65,7 +134,7 @@ class BookingLifecycle:
 
     def _free(self, booking: Booking) -> None:
         self._bookings.remove(booking)
-        self._spawn(self._delete(booking.selection_id, booking))
+        self._free_soon(booking)
 
     async def _delete(self, sid: str, booking: Optional[Booking] = None) -> None:
         lock = booking.lock if booking is not None else None
@@ -88,9 +157,22 @@ class BookingLifecycle:
         else:
             self._availability.rejected(err.status, f"{err.method} {err.path}: {err.error}")
 
-    async def _free_late(self, sid: str) -> None:
-        await asyncio.sleep(self.settings.retry_after_s)
-        await self._delete(sid)
+    def _free_late(self, sid: str) -> None:
+        """Frees a selection that got no answer, ``retry_after_s`` later (the service may still book
+        it after our deadline), or in front of a new selection of the same id (a retry of the request)."""
+        def due() -> None:
+            if self._late.pop(sid, None) is not None:
+                self._spawn_frees([sid])
+        self._late[sid] = self._event_loop.call_later(self.settings.retry_after_s, due)
+
+    def _late_free_of(self, sid: str) -> List[str]:
+        """``[sid]`` when a free of this id is still to be sent (it then goes in front of the
+        selection that reuses the id), else ``[]``."""
+        timer = self._late.pop(sid, None)
+        if timer is None:
+            return []
+        timer.cancel()
+        return [sid]
 
     def _answered(self) -> None:
         if self._availability.answered():
@@ -100,7 +182,7 @@ class BookingLifecycle:
         self._registry.resync()
         unfreed, self._unfreed = self._unfreed, set()
         for sid in unfreed:
-            self._spawn(self._delete(sid))
+            self._spawn_delete(sid)
 
     # ---- TTL backstop ------------------------------------------------------------------------------
 
@@ -113,7 +195,7 @@ class BookingLifecycle:
         log.warning("select-service: freeing %d booking(s) older than %.0f s whose completion never came (e.g. %s)",
                     len(expired), self.settings.booking_ttl_s, expired[0].selection_id)
         for booking in expired:
-            self._spawn(self._delete(booking.selection_id, booking))
+            self._spawn_delete(booking.selection_id, booking)
 
     async def _sweep_forever(self) -> None:
         while True:

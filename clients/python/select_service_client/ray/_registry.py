@@ -35,6 +35,7 @@ class WorkerRegistry:
         self._dirty = False
         self._warned: Set[Any] = set()
         self._first: Optional[asyncio.Event] = None
+        self._resyncing = False
         self.registered = 0
         self.deleted = 0
 
@@ -64,9 +65,20 @@ class WorkerRegistry:
         if desired != self._sent:
             self._kick()
 
+    async def sync_now(self, timeout_s: float) -> bool:
+        """Sends every record again (unless such a pass is already under way) and waits at most
+        ``timeout_s`` for it; True when every record is registered."""
+        if not self._resyncing:
+            self.resync()
+        task = self._task
+        if task is not None and not task.done() and timeout_s > 0:
+            await asyncio.wait({task}, timeout=timeout_s)
+        return self.settled
+
     def resync(self) -> None:
         """Sends every record again (the service may have restarted and forgotten them)."""
         self._sent = {wid: rec for wid, rec in self._sent.items() if wid not in self._desired}
+        self._resyncing = True
         self._kick()
 
     def _kick(self) -> None:
@@ -82,6 +94,8 @@ class WorkerRegistry:
             ok = await self._reconcile()
             if self._first is not None:
                 self._first.set()
+            if ok and not self._dirty:
+                self._resyncing = False
             if not ok:
                 self._dirty = True
                 await asyncio.sleep(self._retry_after_s)

@@ -15,11 +15,12 @@ books each request with one ``POST /select_and_reserve``, ``on_request_routed`` 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 import time
-from collections import Counter
-from typing import Any, Dict, List, Optional, Set
+from collections import Counter, deque
+from typing import Any, Deque, Dict, List, Optional, Set, Tuple, Union
 
 from ray.util import metrics
 from ray.serve.request_router import PendingRequest, ReplicaID, ReplicaResult, RequestRouter, RunningReplica
@@ -30,17 +31,22 @@ from ..errors import SelectServiceConnectionError, SelectServiceError, SelectSer
 from . import _live
 from ._availability import Availability
 from ._bookings import Booking, BookingTable
+from ._finished import on_delivered
 from ._lifecycle import BookingLifecycle
 from ._ids import selection_id_for, worker_id_for_replica, worker_record
 from ._registry import WorkerRegistry
 from ._request import as_token_ids, expected_output_tokens, load_extractor
 from ._settings import RouterSettings
+from ._timings import Timings
 
 #: Child of Serve's logger ("ray.serve", SERVE_LOGGER_NAME), so its lines go where Serve's go.
 log = logging.getLogger("ray.serve.select_service")
 
 _BOOKING = "_select_service_booking"  # the booking rides on its PendingRequest (retries reuse the object)
 # The base class's own routing step, used per request by _choose_replica_for_request below.
+#: What the service's 503 says when the partition has no worker at all (src/core/errors.ts): a
+#: restarted service, before the router registers its replicas again.
+_NO_WORKER = "no worker is registered"
 _DIRECT_API = ("_select_from_candidate_replicas", "_replicas_updated_event", "_backoff", "_replicas_list")
 
 
@@ -66,10 +72,16 @@ class SelectServiceRouter(BookingLifecycle, RequestRouter):
         self._partition = {"model_name": s.model_name, **({"routing_group": s.routing_group} if s.routing_group else {})}
         self._unfreed: Set[str] = set()
         self._to_free: List[Booking] = []
+        self._late: Dict[str, asyncio.TimerHandle] = {}
+        self._freeing: Dict[str, "asyncio.Future[None]"] = {}
+        self._delivered: Deque[Booking] = deque()
+        self._early: "Counter[Tuple[ReplicaID, str]]" = Counter()
+        self._last_reregister_log = -1e9
         self._sweeper: Optional["asyncio.Task[Any]"] = None
         self._last_resync = 0.0
         self.counters: "Counter[str]" = Counter()
         self._booking_s = 0.0
+        self._timings = Timings()
         tags = {"application": dep.app_name, "deployment": dep.name}
         self._m_fallbacks = metrics.Counter(
             "select_service_router_fallbacks", tag_keys=("application", "deployment", "reason"),
@@ -79,6 +91,11 @@ class SelectServiceRouter(BookingLifecycle, RequestRouter):
             "select_service_router_expired_bookings", tag_keys=("application", "deployment"),
             description="Bookings freed by the TTL backstop (their completion never came)")
         self._m_expired.set_default_tags(tags)
+        self._m_reregistered = metrics.Counter(
+            "select_service_router_reregistrations", tag_keys=("application", "deployment"),
+            description="Selections answered 503 'no worker is registered' (a restarted service): the replicas "
+                        "were registered again and the selection retried once")
+        self._m_reregistered.set_default_tags(tags)
         self._direct = all(hasattr(self, name) for name in _DIRECT_API)
         if not self._direct:  # another Ray version: Serve's own loop, which handles each request's choice too
             log.warning("SelectServiceRouter: this Ray has no %s; using RequestRouter's routing loop", _DIRECT_API)
@@ -117,8 +134,13 @@ class SelectServiceRouter(BookingLifecycle, RequestRouter):
             return self._default_choice(candidate_replicas)
         booking: Optional[Booking] = getattr(pending_request, _BOOKING, None)
         if booking is not None and booking.live:  # a retry of the same request: no second booking
+            booking.routing = self._direct
             return self._ranks(candidate_replicas, booking.wanted)
-        return await self._book(candidate_replicas, pending_request)
+        t0 = time.perf_counter_ns()
+        self._timings.add("hop", int((time.time() - pending_request.created_at) * 1e9))
+        ranks = await self._book(candidate_replicas, pending_request)
+        self._timings.add("choose", time.perf_counter_ns() - t0)
+        return ranks
 
     async def _book(self, candidates: List[RunningReplica], pr: PendingRequest) -> List[List[RunningReplica]]:
         token_ids = as_token_ids(self._extractor(pr) if self._extractor else pr.kwargs.get(self.settings.token_ids_kwarg))
@@ -130,6 +152,11 @@ class SelectServiceRouter(BookingLifecycle, RequestRouter):
         self._sweep(now)
         if not self._availability.should_try(now):
             return self._fallback(candidates, "unavailable")
+        t0 = time.perf_counter_ns()
+        while self._delivered:  # answered requests whose completion Serve has not delivered yet
+            self._free_early(self._delivered.popleft())
+        t1 = time.perf_counter_ns()
+        self._timings.add("answered", t1 - t0)
         iid = pr.metadata.internal_request_id
         sid = self._bookings.new_selection_id(iid)
         prompt: Dict[str, Any] = {"token_ids": token_ids}
@@ -141,30 +168,80 @@ class SelectServiceRouter(BookingLifecycle, RequestRouter):
                 "allowed_worker_ids": [ids[r.replica_id] for r in candidates if r.replica_id in ids]}
         if pr.metadata.session_id:
             body["session_id"] = pr.metadata.session_id
-        started = time.perf_counter()
-        try:
-            answer = await self._client.request_json("POST", "/select_and_reserve", body, headers=self._headers)
-        except SelectServiceConnectionError as err:
-            self._availability.failed(err)
-            self._spawn(self._free_late(sid))  # the service may still book it after our deadline
-            return self._fallback(candidates, "timeout" if isinstance(err, SelectServiceTimeout) else "unreachable")
-        except SelectServiceError as err:
-            self._answered()
-            self._availability.rejected(err.status, err.error)
-            if err.status == 503 and now - self._last_resync > self.settings.retry_after_s:
-                self._last_resync = now  # no schedulable worker: maybe our workers are not (yet) there
-                self._registry.resync()
-            return self._fallback(candidates, f"status_{err.status}")
-        self._booking_s += time.perf_counter() - started
-        self._answered()
+        data = json.dumps(body, separators=(",", ":")).encode()  # plain JSON types only: no Wire walk
+        self._timings.add("encode", time.perf_counter_ns() - t1)
+        answer = await self._select(sid, data, now + self.settings.timeout_s)
+        if isinstance(answer, str):
+            return self._fallback(candidates, answer)
         wid = int(answer["worker_id"])
-        booking = Booking(sid, iid, wid, prompt, wanted=wid)
+        booking = Booking(sid, iid, wid, prompt, wanted=wid, routing=self._direct)
         self._bookings.add(booking)
         self.counters["bookings"] += 1
         setattr(pr, _BOOKING, booking)
         if self._sweeper is None:
             self._sweeper = self._spawn(self._sweep_forever())
         return self._ranks(candidates, wid)
+
+    async def _select(self, sid: str, data: bytes, deadline: float, retried: bool = False) -> Union[Dict[str, Any], str]:
+        """One ``POST /select_and_reserve``, behind the frees not sent yet (so the service frees
+        before it selects, and a retry of a request finds its previous booking of the same id gone).
+        The answer, or the reason to fall back. A 503 saying no worker is registered (the service
+        restarted) registers the replicas and tries once more before ``deadline``."""
+        frees = (self._take_frees() if self._to_free else []) + self._late_free_of(sid)
+        if sid in frees:  # a retry that frees its previous booking of this id: answered before it books
+            self._spawn_frees(frees)
+            frees = []
+        if sid in self._freeing:  # a retry, whose previous booking's free is out and not answered yet
+            await self._after_free_of(sid, deadline)
+        calls: List[Tuple[str, str, Optional[bytes]]] = [("DELETE", self._client.reservation_path(f), None) for f in frees]
+        calls.append(("POST", "/select_and_reserve", data))
+        started = time.perf_counter_ns()
+        tracked = self._track_frees(frees) if frees else None
+        try:
+            answers = await self._client.send_in_order(calls, headers=self._headers,
+                                                       timeout=max(deadline - time.monotonic(), 1e-3))
+        except SelectServiceConnectionError as err:
+            self._availability.failed(err)
+            self._lost_all(frees, err)
+            self._free_late(sid)  # the service may still book it after our deadline
+            return "timeout" if isinstance(err, SelectServiceTimeout) else "unreachable"
+        except asyncio.CancelledError:
+            if frees:
+                self._spawn_frees(frees)  # they may not have been sent (a second DELETE is a 404)
+            self._free_late(sid)
+            raise
+        finally:
+            if tracked is not None:
+                self._untrack_frees(frees, tracked)
+        elapsed = time.perf_counter_ns() - started
+        self._timings.add("http", elapsed)
+        self._freed(frees, answers[:-1])
+        self._answered()
+        status, raw = answers[-1]
+        if status in (200, 201):
+            self._booking_s += elapsed / 1e9
+            return json.loads(raw)  # type: ignore[no-any-return]
+        err = SelectServiceError.from_response(status, raw, "POST", "/select_and_reserve")
+        if status == 503 and _NO_WORKER in err.error and not retried:
+            self._m_reregistered.inc()
+            self.counters["reregistered"] += 1
+            self._warn_reregister(err.error)
+            if await self._registry.sync_now(deadline - time.monotonic()) and time.monotonic() < deadline:
+                return await self._select(sid, data, deadline, retried=True)
+        self._availability.rejected(err.status, err.error)
+        now = time.monotonic()
+        if status == 503 and now - self._last_resync > self.settings.retry_after_s:
+            self._last_resync = now  # no schedulable worker: maybe our workers are not (yet) there
+            self._registry.resync()
+        return f"status_{status}"
+
+    def _warn_reregister(self, error: str) -> None:
+        now = time.monotonic()
+        if now - self._last_reregister_log >= 60.0:
+            self._last_reregister_log = now
+            log.warning("select-service answered 503 (%s): registering the replicas of %s/%s again and retrying the "
+                        "selection once (the service restarted?); logged at most once a minute", error,
+                        self._deployment_id.app_name, self._deployment_id.name)
 
     def _ranks(self, candidates: List[RunningReplica], wid: Optional[int]) -> List[List[RunningReplica]]:
         chosen = self._replica_of.get(wid) if wid is not None else None
@@ -206,7 +283,9 @@ class SelectServiceRouter(BookingLifecycle, RequestRouter):
                     self._replicas_updated_event.clear()
                     await self._replicas_updated_event.wait()
                 for rank in await self.choose_replicas(self._replicas_list, pending_request):
+                    t0 = time.perf_counter_ns()
                     replica = await self._select_from_candidate_replicas(rank, attempt) if rank else None
+                    self._timings.add("rank", time.perf_counter_ns() - t0)
                     if replica is not None:
                         self._record_queue_wait_time(pending_request)
                         self._sent(pending_request, replica.replica_id)
@@ -216,8 +295,10 @@ class SelectServiceRouter(BookingLifecycle, RequestRouter):
                 attempt += 1
         except asyncio.CancelledError:
             booking = getattr(pending_request, _BOOKING, None)
-            if booking is not None and booking.live and not booking.attempts:
-                self._free(booking)
+            if booking is not None and booking.live:
+                booking.routing = False
+                if not any(booking.attempts.values()):  # no send of it is still to complete
+                    self._free(booking)
             raise
 
     # ---- lifecycle ---------------------------------------------------------------------------------
@@ -226,6 +307,7 @@ class SelectServiceRouter(BookingLifecycle, RequestRouter):
         booking: Optional[Booking] = getattr(pr, _BOOKING, None)
         if booking is None or not booking.live:
             return
+        booking.routing = False
         booking.sent_to(replica_id)
         self._want(booking, replica_id)
 
@@ -244,12 +326,36 @@ class SelectServiceRouter(BookingLifecycle, RequestRouter):
             booking.sent_to(replica_id)
         if booking.replica_id == replica_id:
             self._want(booking, replica_id)
+            on_delivered(result, lambda: self._delivered.append(booking))  # from the caller's thread
+
+    def _free_early(self, booking: Booking) -> None:
+        """Frees (in front of the selection under way) the booking of a request whose caller has its
+        answer; Serve's completion of that send is then skipped (``_finished``)."""
+        if not booking.live or booking.replica_id is None:
+            return
+        self._bookings.remove(booking)
+        self._early[(booking.replica_id, booking.internal_request_id)] += 1
+        self.counters["freed_on_answer"] += 1
+        self._free_soon(booking)
 
     def on_request_completed(self, replica_id: ReplicaID, internal_request_id: str) -> None:
         """Frees the booking (``DELETE /reservations/{id}``) once its last send finished."""
+        key = (replica_id, internal_request_id)
+        if self._early.get(key):  # freed when its caller got the answer
+            self._early[key] -= 1
+            if not self._early[key]:
+                del self._early[key]
+            return
         booking = self._bookings.completed(replica_id, internal_request_id)
         if booking is not None:
             self._free_soon(booking)
+
+    def timings(self) -> Dict[str, float]:
+        """Medians (µs) of where the last requests' time went in the router (``_timings.PARTS``)."""
+        return self._timings.medians_us()
+
+    def reset_timings(self) -> None:
+        self._timings.reset()
 
     def stats(self) -> Dict[str, Any]:
         """Counters for inspection: selections that fell back (by reason), moves, frees, TTL frees,

@@ -23,7 +23,7 @@ const SUITE_TIMEOUT_MS = 170_000;
 
 /** Why the suite cannot run here, or null. */
 function venvMissing(): string | null {
-  if (!existsSync(PYTHON)) return `no Ray venv at .cache/ray-venv: run scripts/ray-venv.sh (it installs Ray 2.58.0 from the local pip indexes)`;
+  if (!existsSync(PYTHON)) return `no Ray venv at .cache/ray-venv: run scripts/ray-venv.sh (it installs Ray 2.58.0 with pip as this machine configures it)`;
   const r = spawnSync(PYTHON, ['-c', 'import ray, ray.serve, aiohttp, zmq, msgpack, select_service_client; print(ray.__version__)'],
     { encoding: 'utf8', timeout: 60_000 });
   if (r.status !== 0) return `the Ray venv cannot import what the suite needs (${(r.error?.message ?? r.stderr).trim().split('\n').pop()}): run scripts/ray-venv.sh`;

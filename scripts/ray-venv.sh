@@ -2,13 +2,14 @@
 # Creates (or checks) the Ray venv the Ray Serve tests and bench use: .cache/ray-venv under the
 # repository (git-ignored). Idempotent: a venv that already has everything is left as it is.
 #
-# Installs Ray 2.58.0 with the parts Ray Serve imports, pyzmq + msgpack (the fake engine's vLLM KV
-# events) and this repository's Python client (clients/python, editable), with pip as this machine
-# configures it: its config files and PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, PIP_FIND_LINKS (the public
-# index when nothing else is set, local indexes or wheel folders where those are set). Before
-# installing, it prints every source and whether it answers (scripts/pip-sources.py; a source that
-# does not answer is left out of this run rather than retried by pip for every package), then, when
-# pip can say it (pip >= 22.2), every file it will fetch and from where.
+# Installs Ray 2.58.0 (Python >= 3.10) with the parts Ray Serve imports, pyzmq + msgpack (the fake
+# engine's vLLM KV events) and this repository's Python client (clients/python, editable), with pip
+# as this machine configures it: its config files and PIP_INDEX_URL, PIP_EXTRA_INDEX_URL,
+# PIP_FIND_LINKS, PIP_NO_INDEX (the public index when nothing else is set, local indexes or wheel
+# folders where those are set). Before installing, it prints every source and whether it answers
+# (scripts/pip-sources.py; a source that does not answer is left out of this run rather than
+# retried by pip for every package), then, when pip can say it (pip >= 22.2), every file it will
+# fetch and from where. docs/development.md: "The Ray tests on another machine".
 # Exit 0 = the venv is ready; non-zero = it is not (the Ray tests then report themselves skipped
 # and name this script).
 #
@@ -32,9 +33,21 @@ if ready; then
   exit 0
 fi
 
+# Ray 2.58.0 has wheels for Python >= 3.10 only (pip would say no more than "no matching distribution")
+old_python() { ! "$1" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; }
 mkdir -p "$(dirname "$venv")"
 if [ ! -x "$venv/bin/python" ]; then
+  if ! command -v "$python" >/dev/null; then
+    echo "ray-venv: no $python here: set PYTHON to a python3 >= 3.10 (PYTHON=python3.12 $0)" >&2
+    exit 1
+  elif old_python "$python"; then
+    echo "ray-venv: Ray 2.58.0 needs Python >= 3.10; $python is $("$python" --version 2>&1): set PYTHON (PYTHON=python3.12 $0)" >&2
+    exit 1
+  fi
   "$python" -m venv "$venv"
+elif old_python "$venv/bin/python"; then
+  echo "ray-venv: Ray 2.58.0 needs Python >= 3.10; $venv has $("$venv/bin/python" --version 2>&1): remove it and set PYTHON" >&2
+  exit 1
 fi
 pip=("$venv/bin/python" -m pip)
 

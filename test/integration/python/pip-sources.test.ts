@@ -5,12 +5,13 @@
  * what to set, `pip config` sections and the environment take precedence as in pip; and neither
  * script holds a path of one machine. Sources here are folders and a local HTTP server on
  * 127.0.0.1 (and a reserved port where nothing listens). Skipped, with the reason, without python3.
+ * And scripts/ray-venv.sh without the python it is told to use fails saying what to set.
  */
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -109,4 +110,14 @@ test('scripts/ray-venv.sh and scripts/pip-sources.py hold no path of one machine
     const paths = [...text.matchAll(/(?:file:\/\/)?\/(?:opt|work|root|home|usr\/local|srv|mnt|data)\/[^\s'"`)]*/g)].map((m) => m[0]);
     assert.deepEqual(paths, [], `${file} names paths of one machine`);
   }
+});
+
+test('scripts/ray-venv.sh without the python it is told to use says what to set and makes no venv', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ray-venv-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const r = await runProcess('bash', [join(root, 'scripts/ray-venv.sh')], root, 60_000,
+    { ...process.env, RAY_VENV: join(dir, 'venv'), PYTHON: 'no-such-python3' });
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stderr, /^ray-venv: no no-such-python3 here: set PYTHON to a python3 >= 3\.10/m);
+  assert.deepEqual(await readdir(dir), [], 'no venv made');
 });

@@ -10,7 +10,8 @@ for the select_service_client, the status and ``error`` of the SelectServiceErro
 ``{"case", "failure"}`` with the exception when it did not.
 
 A case: ``{"name", "method", "path", "token": bool, "content_type", "body": <JSON value> or
-{"pad": N} (a JSON object of about N bytes), "chunked": bool, "stall": bool}``. ``stall``: send
+{"pad": N} (a JSON object of about N bytes), "chunked": bool, "stall": bool, "headers": {...}}``
+(``headers``: more request headers). ``stall``: send
 the first bytes of the body, wait until the answer is readable, then send the rest (a client still
 sending when the service answers).
 """
@@ -39,7 +40,7 @@ def body_of(case: Dict[str, Any]) -> bytes:
 
 
 def headers_of(case: Dict[str, Any], token: str, length: Optional[int]) -> Dict[str, str]:
-    h = {"Content-Type": case["content_type"]}
+    h = {"Content-Type": case["content_type"], **case.get("headers", {})}
     if case.get("token"):
         h["Authorization"] = f"Bearer {token}"
     if length is not None:
@@ -147,7 +148,7 @@ def via_client(url: str, case: Dict[str, Any], token: str) -> Dict[str, Any]:
 
     with SelectServiceClient(url, token=token if case.get("token") else None, timeout=60) as client:
         try:
-            status, raw = client.request(case["method"], case["path"], json.loads(body_of(case)))
+            status, raw = client.request(case["method"], case["path"], json.loads(body_of(case)), headers=case.get("headers"))
         except SelectServiceError as err:
             return typed(err)
         return {"status": status, "body": raw.decode()}
@@ -160,7 +161,8 @@ async def via_async_client(url: str, case: Dict[str, Any], token: str, transport
     async with AsyncSelectServiceClient(url, token=token if case.get("token") else None, timeout=60,
                                         transport=transport) as client:
         try:
-            status, raw = await client.request(case["method"], case["path"], json.loads(body_of(case)))
+            status, raw = await client.request(case["method"], case["path"], json.loads(body_of(case)),
+                                               headers=case.get("headers"))
         except SelectServiceError as err:
             return typed(err)
         return {"status": status, "body": raw.decode()}

@@ -5,12 +5,13 @@
  * Python client (select_service_client: its blocking client and its asyncio client over its own
  * transport and over aiohttp), which raises it as SelectServiceError with that status.
  *
- * The answers given before the body is read (413 over the body limit, sized or chunked; 415 and 401
- * before a 9 MiB body; 408 to a body that stops half-way and goes on once the answer is there)
- * are the ones that used to be lost: the service closed while the client was still sending.
- * Those after the body (422 of a string over its limit or an endpoint outside
- * --allowed-endpoints, 429 at --max-bookings and --max-partitions) are here so that the list is
- * whole. Nothing a rejected request asked for happens. Real service processes on 127.0.0.1.
+ * The answers given before the body is read (413 over the body limit, sized or chunked; 415, 401,
+ * and the 404 and 405 of a GET, whose body Fastify does not read, before a 9 MiB body; 431 to
+ * oversized headers followed by one; 408 to a body that stops half-way and goes on once the answer
+ * is there) are the ones that used to be lost: the service closed while the client was still
+ * sending. Those after the body (422 of a string over its limit, a prompt over --max-prompt-blocks
+ * or an endpoint outside --allowed-endpoints, 429 at --max-bookings and --max-partitions) are here
+ * so that the list is whole. Nothing a rejected request asked for happens. Real service processes on 127.0.0.1.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -35,6 +36,8 @@ const BIG = 9 * 1024 * 1024; // over the 8 MiB body limit, and more than the soc
 interface Case {
   name: string; method: string; path: string; token: boolean; content_type: string;
   body: unknown; chunked?: boolean; stall?: boolean;
+  /** More request headers. */
+  headers?: Record<string, string>;
   /** Which service: `limits` (the capacity and allowlist flags) or `timeout` (a short request timeout). */
   service: 'limits' | 'timeout';
   status: number; error: RegExp;
@@ -54,8 +57,18 @@ const CASES: Case[] = [
     raw: true, service: 'limits', status: 415, error: /^Expected request with `Content-Type: application\/json`$/ },
   { name: 'no token', method: 'POST', path: '/select', token: false, content_type: 'application/json', body: pad,
     service: 'limits', status: 401, error: /bearer token/ },
+  // GET bodies are never read (Fastify parses bodies of other methods, and answers 413 past 8 MiB)
+  { name: 'an unknown path, with a body', method: 'GET', path: '/no-such-route', token: true, content_type: 'application/json',
+    body: pad, service: 'limits', status: 404, error: /^route not found$/ },
+  { name: 'a method the route does not take, with a body', method: 'GET', path: '/select', token: true,
+    content_type: 'application/json', body: pad, service: 'limits', status: 405, error: /^method not allowed$/ },
+  { name: 'headers too large', method: 'POST', path: '/select', token: true, content_type: 'application/json', body: pad,
+    headers: { 'x-padding': 'a'.repeat(20_000) }, service: 'limits', status: 431, error: /^request headers too large$/ },
   { name: 'a string over its limit', method: 'POST', path: '/workers', token: true, content_type: 'application/json',
     body: worker(2, { model_name: 'x'.repeat(5000) }), service: 'limits', status: 422, error: /model_name.*4096/ },
+  { name: 'a prompt over --max-prompt-blocks', method: 'POST', path: '/select', token: true, content_type: 'application/json',
+    body: { model_name: 'm', token_ids: Array.from({ length: 20 }, (_, i) => i) }, service: 'limits', status: 422,
+    error: /5 blocks of 4 tokens is over the limit of 4 blocks per prompt \(--max-prompt-blocks\)/ },
   { name: 'an endpoint outside --allowed-endpoints', method: 'POST', path: '/workers', token: true, content_type: 'application/json',
     body: worker(3, { kv_events_endpoint: 'tcp://10.9.9.9:5557' }), service: 'limits', status: 422, error: /10\.9\.9\.9/ },
   { name: '--max-partitions', method: 'POST', path: '/workers', token: true, content_type: 'application/json',
@@ -101,6 +114,7 @@ async function viaCurl(target: Record<Case['service'], Target>): Promise<{ case:
     const t = target[c.service];
     const args = ['-sS', '-o', '-', '-w', '\n%{http_code}', '-X', c.method, '-H', `content-type: ${c.content_type}`,
       ...(c.token ? ['-H', `authorization: Bearer ${TOKEN}`] : []), ...(c.chunked ? ['-H', 'transfer-encoding: chunked'] : []),
+      ...Object.entries(c.headers ?? {}).flatMap(([k, v]) => ['-H', `${k}: ${v}`]),
       ...(c.stall ? ['--limit-rate', '20k'] : []), '--max-time', '60', '--data-binary', `@${t.file(c)}`, t.url + c.path];
     for (let i = 0; i < REPEAT; i++) {
       const r = await runProcess('curl', args, root, 90_000);
@@ -112,10 +126,14 @@ async function viaCurl(target: Record<Case['service'], Target>): Promise<{ case:
   return out;
 }
 
-/** Node's fetch: a Buffer (sized), a stream (chunked), or a stream that waits for the answer. */
+/**
+ * Node's fetch: a Buffer (sized), a stream (chunked), or a stream that waits for the answer. The
+ * fetch standard forbids a body on a GET, so fetch sends none of those cases.
+ */
 async function viaFetch(target: Record<Case['service'], Target>): Promise<{ case: string; outcome: Outcome }[]> {
   const out: { case: string; outcome: Outcome }[] = [];
   for (const c of CASES) {
+    if (c.method === 'GET') continue;
     const data = bodyOf(c);
     const bytes: BodyInit = new Uint8Array(data); // a copy fetch's types take (a Buffer's memory may be shared)
     for (let i = 0; i < REPEAT; i++) {
@@ -132,7 +150,8 @@ async function viaFetch(target: Record<Case['service'], Target>): Promise<{ case
           },
         });
       };
-      const headers: Record<string, string> = { 'content-type': c.content_type, ...(c.token ? { authorization: `Bearer ${TOKEN}` } : {}) };
+      const headers: Record<string, string> = { 'content-type': c.content_type, ...(c.token ? { authorization: `Bearer ${TOKEN}` } : {}),
+        ...c.headers };
       let body: BodyInit = bytes;
       if (c.stall) { body = stream(data.subarray(0, 10), data.subarray(10), true); headers['content-length'] = String(data.length); }
       else if (c.chunked) body = stream(data.subarray(0, 1 << 20), data.subarray(1 << 20), false);
@@ -206,7 +225,7 @@ test('every early or rejected answer reaches curl, fetch, urllib, http.client, a
   t.after(async () => { await Promise.all(services.map((s) => s.stop())); });
   const auth = ['--auth-token-file', join(dir, 'tokens')];
   const started = await Promise.all([
-    startService([...auth, '--max-bookings', '1', '--max-partitions', '1', '--allowed-endpoints', '127.0.0.1']),
+    startService([...auth, '--max-bookings', '1', '--max-partitions', '1', '--max-prompt-blocks', '4', '--allowed-endpoints', '127.0.0.1']),
     startService([...auth, '--request-timeout-ms', '500']),
   ]);
   services.push(...started);

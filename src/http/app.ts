@@ -19,7 +19,7 @@ import type { ServiceApi } from '../core/wire/types.js';
 import { VERSION } from '../version.js';
 import { ignoreBodies, useJsonBodies } from './content-type.js';
 import { installErrorHandler, sendError } from './error-handler.js';
-import { DRAIN_LIMITS, LingeringClose, warnCuts, type DrainCut, type DrainLimits } from './lingering-close.js';
+import { DRAIN_LIMITS, LingeringClose, lingeringCloseOf, warnCuts, type DrainCut, type DrainLimits } from './lingering-close.js';
 import { stringifyJson } from '../core/wire/json.js';
 import { installNotFound, methodNotAllowedRoutes } from './not-found.js';
 import { openApiRoute } from './openapi.js';
@@ -190,6 +190,12 @@ export const selectionApi: FastifyPluginAsync<SelectionApiOptions> = async (app,
   if (prefix !== '') installNotFound(app);
   app.setReplySerializer((payload) => stringifyJson(payload));
   const report = service.unknownField?.bind(service);
+  // drains the server cut at a limit count in this service's metrics (the server logs them)
+  const drains = service.drainCut ? lingeringCloseOf(app.server) : undefined;
+  if (drains && service.drainCut) {
+    const stop = drains.listen(service.drainCut.bind(service));
+    app.addHook('onClose', async () => { stop(); });
+  }
   const mount = (scope: FastifyInstance, def: RouteDef): void => {
     const check = def.body === 'json' ? unknownFieldCheck(def.url, def.request, report) : null;
     scope.route({

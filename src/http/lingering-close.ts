@@ -9,7 +9,9 @@
  * discarded until the request ends or the client closes, at most `LIMITS.drainMaxBytes` (4x the
  * body limit) or for `LIMITS.drainMaxMs` (30 s, the request timeout's default); then the socket
  * is closed. A request that arrives on a closing socket (pipelined, or a body completing after a
- * 408) is never run. A drain cut at a limit is reported (the client may not have read its answer).
+ * 408) is never run. A drain cut at a limit is reported (the client may not have read its answer):
+ * to the server's log, and to every service mounted on the server for its metrics
+ * ({@link lingeringCloseOf}).
  */
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
@@ -39,12 +41,25 @@ function bodyUnread(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
+/** The lingering close of each server it is installed on (by the server's Node `http.Server`). */
+const byServer = new WeakMap<object, LingeringClose>();
+
+/** The lingering close installed on `server` (a Fastify instance's `server`), if any. */
+export function lingeringCloseOf(server: object): LingeringClose | undefined { return byServer.get(server); }
+
 /** The lingering close of one server's sockets. */
 export class LingeringClose {
   private readonly closing = new WeakMap<Socket, Drain>();
+  private readonly listeners = new Set<(cut: DrainCut) => void>();
 
   /** `onCut` hears of every drain a limit cut short. */
   constructor(readonly limits: DrainLimits, private readonly onCut: (cut: DrainCut) => void) {}
+
+  /** `listener` hears of every drain a limit cuts short from now on, until the returned function is called. */
+  listen(listener: (cut: DrainCut) => void): () => void {
+    this.listeners.add(listener);
+    return () => { this.listeners.delete(listener); };
+  }
 
   /** Whether `socket` has had its answer and closes once drained. */
   isClosing(socket: Socket): boolean { return this.closing.has(socket); }
@@ -68,6 +83,7 @@ export class LingeringClose {
    * that reaches validation on a closing socket is dropped unanswered (its socket had its answer).
    */
   install(app: FastifyInstance): void {
+    byServer.set(app.server, this);
     app.addHook('onSend', (request, reply, payload, done) => {
       const req = request.raw;
       const socket = req.socket as Socket | null;
@@ -98,7 +114,7 @@ export class LingeringClose {
     return () => {
       if (socket.destroyed || socket.bytesRead - start <= this.limits.bytes) return;
       socket.destroy();
-      this.onCut('bytes');
+      this.cut('bytes');
     };
   }
 
@@ -113,11 +129,16 @@ export class LingeringClose {
     return check;
   }
 
+  private cut(limit: DrainCut): void {
+    this.onCut(limit);
+    for (const listener of this.listeners) listener(limit);
+  }
+
   private startDrain(socket: Socket, check: () => void): Drain {
     const close = (): void => { clearTimeout(timer); socket.destroy(); };
     // The answer may still be in Node's buffer: close once it is handed to the kernel.
     const closeWhenWritten = (): void => { if (socket.writableFinished) close(); else socket.once('finish', close); };
-    const timer = setTimeout(() => { if (!socket.destroyed) { socket.destroy(); this.onCut('time'); } }, this.limits.ms);
+    const timer = setTimeout(() => { if (!socket.destroyed) { socket.destroy(); this.cut('time'); } }, this.limits.ms);
     socket.once('close', () => clearTimeout(timer));
     socket.once('end', closeWhenWritten);
     socket.end();

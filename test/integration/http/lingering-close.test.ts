@@ -2,8 +2,9 @@
  * The lingering close (src/http/lingering-close.ts) on raw sockets against a real server on
  * 127.0.0.1: an answer given before the body was read carries `Connection: close`, the client can
  * go on sending and read it; the rest of the body is read up to the drain's byte limit and for at
- * most its time limit; a request pipelined behind such an answer is never run; answers after a
- * complete request keep the connection.
+ * most its time limit (a drain cut at a limit is warned about and counted in the service's
+ * metrics); a request pipelined behind such an answer is never run; answers after a complete
+ * request keep the connection.
  */
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,6 +13,7 @@ import { createServer, selectionApi, type ServerOptions } from '../../../src/htt
 import { parseRouterConfig } from '../../../src/core/config/config.js';
 import { SelectionServiceBuilder, type SelectionService } from '../../../src/service/service.js';
 import { eventually } from '../../support/ports.js';
+import { value } from '../../support/prom-text.js';
 
 const MiB = 1024 * 1024;
 const TOKEN = 'Bearer drain-test-token';
@@ -85,6 +87,13 @@ function send(port: number, head: string, bodyBytes: number, o: { stallAfter?: n
   return { socket, received: () => received, sent: () => sent, failed: () => failed, done };
 }
 
+/** `select_service_http_drains_cut_total` of the service, by limit. */
+async function drainCuts(s: Served): Promise<{ bytes: number | undefined; time: number | undefined }> {
+  const { text } = await s.service.metrics();
+  const cuts = (limit: string): number | undefined => value(text, 'select_service_http_drains_cut_total', { limit });
+  return { bytes: cuts('bytes'), time: cuts('time') };
+}
+
 const head = (path: string, length: number, headers = ''): string =>
   `POST ${path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${length}\r\n${headers}\r\n`;
 
@@ -121,6 +130,7 @@ test('the drain reads at most its byte limit after the answer, then closes', asy
   assert.ok(c.sent() < size, `the client could not send it all (${c.sent()} of ${size} bytes)`);
   assert.equal(firstAnswer(c.received()).status, 413, 'the answer arrived first');
   await eventually(() => s.logs.some((l) => /"overBytes":1,"overTime":0/.test(l)), 30_000, 'the cut drain is warned about');
+  assert.deepEqual(await drainCuts(s), { bytes: 1, time: 0 }, 'and counted');
 });
 
 test('the drain waits at most its time limit for a client that stops sending', async (t) => {
@@ -131,6 +141,7 @@ test('the drain waits at most its time limit for a client that stops sending', a
   // without the time limit the socket would stay open as long as the client keeps it
   await eventually(async () => (await s.connections()) === 0, 30_000, 'the server closes the stalled socket');
   assert.ok(s.logs.some((l) => /"overBytes":0,"overTime":1/.test(l)), `the cut drain is warned about:\n${s.logs.join('')}`);
+  assert.deepEqual(await drainCuts(s), { bytes: 0, time: 1 }, 'and counted');
 });
 
 test('a request pipelined behind an early 401 is never run', async (t) => {

@@ -19,6 +19,7 @@ import type { ServiceApi } from '../core/wire/types.js';
 import { VERSION } from '../version.js';
 import { ignoreBodies, useJsonBodies } from './content-type.js';
 import { installErrorHandler, sendError } from './error-handler.js';
+import { DRAIN_LIMITS, LingeringClose, lingeringCloseOf, warnCuts, type DrainCut, type DrainLimits } from './lingering-close.js';
 import { stringifyJson } from '../core/wire/json.js';
 import { installNotFound, methodNotAllowedRoutes } from './not-found.js';
 import { openApiRoute } from './openapi.js';
@@ -44,6 +45,12 @@ export interface ServerOptions {
    * selection queue; 0 = never. Default `LIMITS.connectionTimeoutMs` (10 min).
    */
   connectionTimeoutMs?: number;
+  /**
+   * After an answer given before the request was read in full (413, 415, 401, 408, ...), how much
+   * more of it is read and discarded, and for how long, before the socket closes. Default
+   * `DRAIN_LIMITS` (4x the body limit, 30 s).
+   */
+  drainLimits?: DrainLimits;
 }
 
 /** Options of the {@link selectionApi} plugin (plus Fastify's own `prefix`). */
@@ -89,10 +96,13 @@ class RequestLogs extends Fastify.LogController {
 
 /**
  * The answer to a client error Node raises before routing (request timeout, malformed request
- * line, oversized headers): `{"error": ...}` like every other error, then the socket closes.
+ * line, oversized headers): `{"error": ...}` like every other error, then a lingering close (the
+ * client may still be sending). Node calls this again for every chunk a failed parser is given:
+ * a socket that is closing already has its answer, and those calls count the bytes.
  */
-function clientError(err: NodeJS.ErrnoException, socket: Socket): void {
+function clientError(err: NodeJS.ErrnoException, socket: Socket, lingering: LingeringClose): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  if (lingering.isClosing(socket)) { lingering.closeAfterDrain(socket); return; }
   const [status, e] = err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
     ? [408, new SelectionError('SEL_REQUEST_TIMEOUT', 'request not received in full within the request timeout')]
     : err.code === 'HPE_HEADER_OVERFLOW' ? [431, new SelectionError('SEL_BAD_REQUEST', 'request headers too large')]
@@ -102,18 +112,22 @@ function clientError(err: NodeJS.ErrnoException, socket: Socket): void {
     socket.write(`HTTP/1.1 ${status} ${status === 408 ? 'Request Timeout' : status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n`
       + `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   }
-  socket.destroy();
+  lingering.closeAfterDrain(socket);
 }
 
 /**
  * A Fastify instance for the service: 8 MiB bodies, long path ids, the transport timeouts, request
- * ids (`x-request-id` honoured and echoed), the `{"error": ...}` error handler and
+ * ids (`x-request-id` honoured and echoed), answers given before the body was read that still
+ * reach the client (lingering-close.ts), the `{"error": ...}` error handler and
  * `404 {"error":"route not found"}` for the whole server. The Node server is made here: Node 20 enforces `requestTimeout` only when it is given to the
  * constructor (Fastify sets it afterwards, where it has no effect).
  */
 export function createServer(opts: ServerOptions = {}): FastifyInstance {
   const requestTimeout = opts.requestTimeoutMs ?? LIMITS.requestTimeoutMs;
   const connectionTimeout = opts.connectionTimeoutMs ?? LIMITS.connectionTimeoutMs;
+  const drain = opts.drainLimits ?? DRAIN_LIMITS;
+  let reportCut: (cut: DrainCut) => void = () => {}; // the app's logger, once the app exists
+  const lingering = new LingeringClose(drain, (cut) => reportCut(cut));
   const serverFactory = (handler: Parameters<typeof createHttpServer>[1]): Server => {
     const server = createHttpServer({
       requestTimeout,
@@ -126,7 +140,7 @@ export function createServer(opts: ServerOptions = {}): FastifyInstance {
   };
   const app = Fastify({
     serverFactory,
-    clientErrorHandler: clientError,
+    clientErrorHandler: (err, socket) => clientError(err, socket as Socket, lingering),
     logger: opts.logger ?? false,
     bodyLimit: LIMITS.requestBodyLimitBytes,
     // Reservation ids are client strings of any length (Fastify's default cap is 100 chars -> 404).
@@ -142,6 +156,8 @@ export function createServer(opts: ServerOptions = {}): FastifyInstance {
     frameworkErrors: sendError,
   });
   app.addHook('onRequest', (req, reply, done) => { reply.header(REQUEST_ID_HEADER, req.id); done(); });
+  reportCut = warnCuts(app.log, drain);
+  lingering.install(app);
   installErrorHandler(app);
   installNotFound(app);
   return app;
@@ -174,6 +190,12 @@ export const selectionApi: FastifyPluginAsync<SelectionApiOptions> = async (app,
   if (prefix !== '') installNotFound(app);
   app.setReplySerializer((payload) => stringifyJson(payload));
   const report = service.unknownField?.bind(service);
+  // drains the server cut at a limit count in this service's metrics (the server logs them)
+  const drains = service.drainCut ? lingeringCloseOf(app.server) : undefined;
+  if (drains && service.drainCut) {
+    const stop = drains.listen(service.drainCut.bind(service));
+    app.addHook('onClose', async () => { stop(); });
+  }
   const mount = (scope: FastifyInstance, def: RouteDef): void => {
     const check = def.body === 'json' ? unknownFieldCheck(def.url, def.request, report) : null;
     scope.route({

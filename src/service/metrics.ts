@@ -42,6 +42,8 @@ export interface MetricsSource {
   replica(): ReplicaMetrics | null;
   /** Unknown request-body fields seen, per (route, field label) (unknown-fields.ts bounds the labels). */
   unknownFields(): Iterable<{ route: string; field: string; count: number }>;
+  /** Connections the HTTP server closed at a drain limit after an early answer, by limit. */
+  drainCuts(): Readonly<{ bytes: number; time: number }>;
 }
 
 
@@ -237,6 +239,17 @@ export class ServiceMetrics {
       help: 'Request-body fields the route does not know, ignored (field: dotted inside nested objects; "other" past the first 64 names)',
       labelNames: ['route', 'field'], registers,
       collect() { this.reset(); for (const u of src.unknownFields()) this.inc({ route: u.route, field: u.field }, u.count); },
+    });
+    new Counter({
+      name: 'select_service_http_drains_cut_total',
+      help: 'Connections closed at a drain limit while the client was still sending after an early answer (413, 415, 401, 408, ...): it may not have read it',
+      labelNames: ['limit'], registers,
+      collect() {
+        this.reset();
+        const cuts = src.drainCuts();
+        this.inc({ limit: 'bytes' }, cuts.bytes);
+        this.inc({ limit: 'time' }, cuts.time);
+      },
     });
     registerReplicaMetrics(registers, () => src.replica());
   }

@@ -256,6 +256,8 @@ export class SelectionService extends SelectionCore implements ServiceApi {
   private replica: ReplicaSync | null = null;
   private readonly prom: ServiceMetrics;
   private readonly unknownFields: UnknownFieldLog;
+  /** Connections the HTTP server closed at a drain limit after an early answer, by limit. */
+  private readonly drainCuts = { bytes: 0, time: 0 };
 
   private constructor(config: RouterConfig, core: CoreOptions, rng: Rng, private readonly options: ServiceOptions,
     private readonly ingress: IngressHandle | null) {
@@ -268,6 +270,7 @@ export class SelectionService extends SelectionCore implements ServiceApi {
       feedSamples: () => this.ingress?.samples() ?? [],
       replica: () => this.replica?.metrics() ?? null,
       unknownFields: () => this.unknownFields.counts(),
+      drainCuts: () => this.drainCuts,
     });
     this.hooks.onSelection = this.prom.onSelection;
     this.timer = setInterval(() => {
@@ -307,6 +310,9 @@ export class SelectionService extends SelectionCore implements ServiceApi {
 
   /** A body field the route does not know: counted, and warned about at most once a minute per (route, field). */
   unknownField(route: string, field: string, known: readonly string[]): void { this.unknownFields.note(route, field, known); }
+
+  /** A connection closed at a drain limit after an early answer: counted (the server logs it). */
+  drainCut(limit: 'bytes' | 'time'): void { this.drainCuts[limit]++; }
 
   private warnIncomplete(rec: WorkerRecord): WorkerRecord {
     if (rec.lifecycle === 'incomplete') {

@@ -14,6 +14,9 @@ from .errors import SelectServiceConnectionError, SelectServiceTimeout
 # A reused connection that fails with one of these before any response byte arrived was most
 # likely closed by the server while idle (keep-alive timeout): worth one retry on a new connection.
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
+# Sending that fails with one of these may mean the service answered before reading the whole
+# body (413 over its body limit, 401, 415) and stopped reading: that answer may still be readable.
+_SEND_CUT = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 
 
 def split_base_url(base_url: str) -> SplitResult:
@@ -73,6 +76,18 @@ class Transport:
             return None
         return conn
 
+    def _early_answer(self, conn: http.client.HTTPConnection) -> Optional[Tuple[int, bytes]]:
+        """The answer the service sent before it stopped reading the request, if one arrived (the
+        connection is dropped either way: the service closes it after such an answer)."""
+        try:
+            resp = conn.getresponse()
+            data = resp.read()
+        except (OSError, http.client.HTTPException):
+            return None
+        finally:
+            self._drop()
+        return resp.status, data
+
     def request(self, method: str, path: str, body: Optional[bytes], headers: Dict[str, str], timeout: float,
                 retry: bool) -> Tuple[int, bytes]:
         """Sends one request and reads the whole response: ``(status, body)``.
@@ -96,7 +111,13 @@ class Transport:
                     conn.timeout = timeout
                     if conn.sock is not None:
                         conn.sock.settimeout(timeout)
-                    conn.request(method, target, body=body, headers=all_headers)
+                    try:
+                        conn.request(method, target, body=body, headers=all_headers)
+                    except _SEND_CUT:
+                        early = self._early_answer(conn)
+                        if early is None:
+                            raise
+                        return early
                     resp = conn.getresponse()
                     data = resp.read()
                     if resp.will_close:

@@ -4,6 +4,7 @@ sends and how it reads error bodies."""
 from __future__ import annotations
 
 import http.client
+import socket
 import threading
 import unittest
 from typing import Any, Dict
@@ -230,6 +231,45 @@ class Errors(unittest.TestCase):
             with self.assertRaises(SelectServiceError) as ctx:
                 client.select(model_name="m", token_ids=[1])
             self.assertIn("SelectResponse", ctx.exception.error)
+
+
+class _AnswersAtOnce:
+    """A server on 127.0.0.1 that answers every request 413 as soon as its headers are in, then
+    closes without reading the body (the client is still sending: its send fails)."""
+
+    BODY = b'{"error":"Failed to buffer the request body: length limit exceeded"}'
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        conn, _ = self.sock.accept()
+        with conn:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (len(self.BODY), self.BODY))
+
+    def close(self) -> None:
+        self.thread.join(timeout=10)
+        self.sock.close()
+
+
+class EarlyAnswers(unittest.TestCase):
+    def test_an_answer_sent_before_the_body_was_read_is_the_typed_error_even_when_sending_fails(self) -> None:
+        srv = _AnswersAtOnce()
+        self.addCleanup(srv.close)
+        with SelectServiceClient(srv.url) as client:
+            with self.assertRaises(SelectServiceError) as ctx:
+                # far more than the socket buffers take in: the send fails once the server has closed
+                client.request("POST", "/select", {"pad": "a" * (32 * 1024 * 1024)})
+        self.assertNotIsInstance(ctx.exception, SelectServiceConnectionError)
+        self.assertEqual((ctx.exception.status, ctx.exception.error),
+                         (413, "Failed to buffer the request body: length limit exceeded"))
 
 
 class NewerService(unittest.TestCase):

@@ -98,6 +98,9 @@ export const LIMITS = Object.freeze({
   defaultMaxPromptBlocks: 16384, defaultMaxPromptBlocksRecorded: 4096, defaultMaxBookings: 262144, wasmIndexHandles: 4096,
   // HTTP transport: the whole request must arrive within (408), an idle socket closes after (0 = never).
   requestTimeoutMs: 30000, connectionTimeoutMs: 600000,
+  // After an answer given before the request was read in full (413, 415, 401, 408, ...): the rest
+  // is read and discarded up to this many bytes and ms, then the socket closes (http/lingering-close.ts).
+  drainMaxBytes: 4 * 8 * 1024 * 1024, drainMaxMs: 30000,
 });
 
 /** A value in a problem line: env strings quoted, a bigint as `5n`, anything else briefly and safely (wire/show.ts). */

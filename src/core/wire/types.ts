@@ -183,4 +183,10 @@ export interface ServiceApi extends SelectionApi, ReplicaPeersApi {
    * (dotted inside a nested object: `session_context.sesion_id`), `known` the names of that object.
    */
   unknownField?(route: string, field: string, known: readonly string[]): void;
+  /**
+   * Optional: the server closed a connection whose client was still sending after an answer given
+   * before its request was read, at the drain's byte or time limit (the client may not have read
+   * the answer), for a count. The server logs it (rate-limited) itself.
+   */
+  drainCut?(limit: 'bytes' | 'time'): void;
 }

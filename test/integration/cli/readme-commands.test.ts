@@ -5,8 +5,11 @@
  * shell line of README.md and docs/*.md names something a clone has (no `select-service` command,
  * which is not on the PATH there; `node <file>` files that exist after the build; npm scripts,
  * test filters and bench names that exist; flags the CLI accepts).
+ *
+ * The commands run in a copy of the tree (test/support/tree-copy.ts): `npm start` builds first
+ * when it finds the build stale, and must never rebuild the build/ other tests are running from.
  */
-import { test, type TestContext } from 'node:test';
+import { after, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
@@ -15,10 +18,16 @@ import { fileURLToPath } from 'node:url';
 import { parseCliArgs } from '../../../src/cli-args.js';
 import { parseJson } from '../../../src/core/wire/json.js';
 import { runProcess, serviceFreeEnv } from '../../support/run-process.js';
+import { copyTree, type TreeCopy } from '../../support/tree-copy.js';
 
 // compiled to build/dist/test/integration/cli/: five levels up is the project root
 const root = join(dirname(fileURLToPath(import.meta.url)), '../../../../..');
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
+
+/** Where the README's commands run: one copy of the tree for this file's tests, made on first use. */
+let copy: Promise<TreeCopy> | null = null;
+const tree = async (): Promise<string> => (await (copy ??= copyTree(root))).dir;
+after(async () => { if (copy) await (await copy).remove(); });
 
 interface ShellLine { file: string; heading: string; text: string }
 
@@ -68,9 +77,9 @@ interface Served { port: number; output(): string; stop(): Promise<void> }
  * `select-service listening`. The port comes from SELECT_SERVICE_PORT=0 (the command is run as
  * written) unless `port0` rewrites a `--port N` in it.
  */
-function serve(t: TestContext, command: string): Promise<Served> {
+async function serve(t: TestContext, command: string): Promise<Served> {
   const child: ChildProcess = spawn('bash', ['-c', command], {
-    cwd: root, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: await tree(), detached: true, stdio: ['ignore', 'pipe', 'pipe'],
     env: serviceFreeEnv({ SELECT_SERVICE_PORT: '0', SELECT_SERVICE_HOST: '127.0.0.1' }),
   });
   let out = '';
@@ -151,7 +160,7 @@ test('the README quick start works as written: start without engines, then every
   const base = `127.0.0.1:${service.port}`;
   const script = ['set -euo pipefail', 'curl() { command curl --fail-with-body --max-time 30 "$@"; }'];
   calls.forEach((l, i) => script.push(`printf '\\n@@%d\\n' ${i}`, l.text.replaceAll('localhost:8092', base)));
-  const r = await runProcess('bash', ['-c', script.join('\n')], root, 120_000, serviceFreeEnv());
+  const r = await runProcess('bash', ['-c', script.join('\n')], await tree(), 120_000, serviceFreeEnv());
   assert.equal(r.code, 0, `the quick start's commands all succeed:\n${r.stdout}\n${r.stderr}`);
   const outputs = new Map<number, string>();
   for (const part of r.stdout.split(/\n@@/).slice(1)) {
@@ -192,7 +201,7 @@ test('the README\'s start command and its "from a clone" commands run', { timeou
   for (const line of sectionLines('Running it from a clone')) {
     const cmd = line.text.replace(/\s#\s.*$/, '');
     if (/--help|simulate/.test(cmd)) {
-      const r = await runProcess('bash', ['-c', cmd], root, 120_000, serviceFreeEnv());
+      const r = await runProcess('bash', ['-c', cmd], await tree(), 120_000, serviceFreeEnv());
       assert.equal(r.code, 0, `${cmd}:\n${r.stderr}`);
       assert.ok(r.stdout.length > 100, `${cmd} prints its answer`);
     } else {

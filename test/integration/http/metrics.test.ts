@@ -16,6 +16,7 @@ const REQUIRED: [name: string, type: string][] = [
   ['select_service_selection_duration_seconds', 'histogram'], ['select_service_selection_overlap_ratio', 'histogram'],
   ['select_service_active_reservations', 'gauge'], ['select_service_queue_depth', 'gauge'],
   ['select_service_pending_selections', 'gauge'], ['select_service_replica_messages_total', 'counter'],
+  ['select_service_http_drains_cut_total', 'counter'],
 ];
 
 test('GET /metrics: every required family with its type, process metrics, prom-client\'s content type', async (t) => {

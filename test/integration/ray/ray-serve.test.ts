@@ -20,14 +20,17 @@ import { CLI, startService, type ServiceProcess } from '../../support/service-pr
 const root = join(dirname(fileURLToPath(import.meta.url)), '../../../../..');
 const PYTHON = join(root, '.cache/ray-venv/bin/python');
 const SUITE_TIMEOUT_MS = 300_000; // two Ray sessions: test_serve.py, then test_order.py
+/** What makes the venv, as the skip message says it. */
+const MAKE_VENV = 'bash scripts/ray-venv.sh (Ray 2.58.0 and the rest, with pip as this machine configures it; other indexes: '
+  + 'docs/development.md, "The Ray tests on another machine")';
 
 /** Why the suite cannot run here, or null. */
 function venvMissing(): string | null {
-  if (!existsSync(PYTHON)) return `no Ray venv at .cache/ray-venv: run scripts/ray-venv.sh (it installs Ray 2.58.0 from the local pip indexes)`;
+  if (!existsSync(PYTHON)) return `no Ray venv at .cache/ray-venv: run ${MAKE_VENV}`;
   const r = spawnSync(PYTHON, ['-c', 'import ray, ray.serve, aiohttp, zmq, msgpack, select_service_client; print(ray.__version__)'],
     { encoding: 'utf8', timeout: 60_000 });
-  if (r.status !== 0) return `the Ray venv cannot import what the suite needs (${(r.error?.message ?? r.stderr).trim().split('\n').pop()}): run scripts/ray-venv.sh`;
-  return r.stdout.trim() === '2.58.0' ? null : `the Ray venv has Ray ${r.stdout.trim()}, not 2.58.0: run scripts/ray-venv.sh`;
+  if (r.status !== 0) return `the Ray venv cannot import what the suite needs (${(r.error?.message ?? r.stderr).trim().split('\n').pop()}): run ${MAKE_VENV}`;
+  return r.stdout.trim() === '2.58.0' ? null : `the Ray venv has Ray ${r.stdout.trim()}, not 2.58.0: run ${MAKE_VENV}`;
 }
 
 /** Runs the suite in its own process group, so that a timeout ends Ray's processes too. */

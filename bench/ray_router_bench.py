@@ -34,6 +34,8 @@ import importlib
 import json
 import os
 import statistics
+import sys
+import threading
 import time
 from typing import Any, Awaitable, Dict, List, Optional, TypeVar
 
@@ -245,8 +247,21 @@ def main() -> None:
             prefix_in_flight(handles, args)
         emit(event="load", at="end", loadavg=os.getloadavg())
     finally:
-        serve.shutdown()
-        ray.shutdown()
+        shut_down_within(30.0)
+
+
+def shut_down_within(secs: float) -> None:
+    """Serve and Ray shut down, or the process exits after `secs`: once PrefixCacheAffinityRouter
+    has stalled, its requests never finish and `serve.shutdown()` waits for them forever (the
+    driver meanwhile grew past 9 GB here). Ray's own processes go with the driver."""
+    t = threading.Thread(target=lambda: (serve.shutdown(), ray.shutdown()), daemon=True)
+    t.start()
+    t.join(secs)
+    if t.is_alive():
+        sys.stderr.write(f"ray bench: Serve did not shut down within {secs:.0f} s (PrefixCacheAffinityRouter's stalled requests); exiting\n")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def prefix_in_flight(handles: Dict[str, Any], args: argparse.Namespace) -> None:

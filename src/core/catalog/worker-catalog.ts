@@ -26,7 +26,6 @@ import { policyConfigQueues, resolveProfile, type RouterPolicyConfig } from '../
 import type { PolicyRegistry, WorkerSelectionPolicy } from '../select/policy.js';
 import { parseRoutingPolicy } from '../select/routing-policy.js';
 import { createRoutingPolicy } from '../select/named-policies.js';
-import type { PrefillRates } from '../load/prefill-rate.js';
 import type { TtftModel } from '../load/ttft-model.js';
 import { AdmissionQueue, type Waiter } from '../select/queue.js';
 import { SessionAffinityTable } from '../booking/affinity.js';
@@ -394,7 +393,7 @@ export abstract class WorkerCatalog {
     const policy: WorkerSelectionPolicy | null = name && name !== 'default' && this.policies
       ? this.policies.create(name, { modelName, routingGroup, blockSize }, params)
       : createRoutingPolicy(routing.kind, { modelName, routingGroup, blockSize }, routing.params, {
-        rates: (): PrefillRates => created.loads.prefillRates, model: (): TtftModel => created.loads.ttftModel, heldBlocks: (w, r): number => created.index.treeSize(w, r), clock: this.clock,
+        model: (): TtftModel => created.loads.ttftModel, heldBlocks: (w, r): number => created.index.treeSize(w, r), clock: this.clock,
         liveSharing: (words, blocks): number => (blocks > 0 ? created.loads.blocks.liveCount(words[2 * blocks - 2], words[2 * blocks - 1]) : 0),
       });
     const created = new Partition(key, {

@@ -14,7 +14,6 @@
  * this path creates a BigInt per block.
  */
 import { ActiveBlocks } from './active-blocks.js';
-import { PrefillRates } from './prefill-rate.js';
 import { TtftModel, type RankState } from './ttft-model.js';
 import { rankKeyOf as rankKey, type WorkerRank } from '../index/slots.js';
 import type { Clock, Rng } from '../random.js';
@@ -127,8 +126,6 @@ export class ActiveLoads {
   gen: Uint32Array = new Uint32Array(0);
   /** Bumped whenever a rank is added or removed. */
   epoch = 0;
-  /** Prefill throughput per rank, learned from bookings and their prefill completions. */
-  readonly prefillRates = new PrefillRates();
   /** Time to first token as a function of a rank's state, learned from bookings and their prefill completions. */
   readonly ttftModel = new TtftModel();
 
@@ -212,7 +209,6 @@ export class ActiveLoads {
     this.rows.delete(k);
     this.freeRows.push(row);
     this.epoch++;
-    this.prefillRates.removeRank(k);
     this.ttftModel.removeRank(k);
     return ids;
   }
@@ -307,7 +303,6 @@ export class ActiveLoads {
     if (!b.prefillDone) {
       this.prefill[b.row] -= b.prefillTokens;
       b.prefillDone = true;
-      this.prefillRates.observe(this.rowKey[b.row], b.prefillTokens, b.admittedAt, now);
     }
     if (!b.firstToken) {
       this.settleBusy(b.row, now);

@@ -4,7 +4,6 @@
  * other name is a {@link WorkerSelectionPolicy} built from what the partition offers it.
  */
 import type { Clock } from '../random.js';
-import type { PrefillRates } from '../load/prefill-rate.js';
 import type { TtftModel } from '../load/ttft-model.js';
 import type { PolicyPartition, WorkerSelectionPolicy } from './policy.js';
 import type { RoutingPolicyKind } from './routing-policy.js';
@@ -15,8 +14,6 @@ import { createRayPrefixAffinityPolicy } from './peers/ray-prefix-affinity.js';
 
 /** What a named policy may read of its partition. */
 export interface RoutingInputs {
-  /** The partition's learned prefill rates. */
-  rates(): PrefillRates;
   /** The partition's learned time-to-first-token model. */
   model(): TtftModel;
   /** KV blocks a rank holds on device, as the KV index sees them. */

@@ -5,7 +5,7 @@
  * ```ts
  * import { runGrid } from './build/dist/src/grid-pool.js';
  * const g = await runGrid({ workloads: ['system_prompt', 'doc_qa'], fleets: ['8x1'], loads: [0.6, 0.85],
- *   policies: 'kv,ttft:backlog_weight=30' }, { jobs: 2 });
+ *   policies: 'kv,ttft:spread_secs=0' }, { jobs: 2 });
  * g.cells[0].policies[1].ttft_ms.p90;
  * ```
  *

@@ -5,7 +5,7 @@
  * configuration (`overlap_score_credit`, `prefill_load_scale`, `router_temperature`); every other
  * named routing policy of the core (`ttft`, the peers' routers: `--routing-policy NAME`,
  * select/routing-policy.ts) runs exactly as the service runs it, with its own parameters
- * (`ttft:backlog_weight=30`). Every other
+ * (`ttft:spread_secs=0`). Every other
  * policy goes through the one custom-policy mechanism of the core (Dynamo `lib/kv-router/src/services/selection/service.rs`: filters → scorers →
  * picker, registered by type name and chosen with `DYN_ROUTER_WORKER_SELECTION_POLICY`): round
  * robin and random are pickers, least loaded and a user-written scorer are scorers. Session

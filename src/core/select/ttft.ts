@@ -160,6 +160,8 @@ export function createTtftPolicy(partition: PolicyPartition, params: Readonly<Re
    * (holders + 1 copies) times the step it saves each of those requests.
    */
   const spread = (words: Uint32Array, isl: number, osl: number, n: number, out: Float64Array): void => {
+    // without an output length (none given, none freed yet) the prefix's traffic is unknown
+    if (!(osl > 0)) return;
     let least = Infinity;
     for (let i = 0; i < n; i++) least = Math.min(least, unc[i]);
     let holders = 0, holderStep = Infinity;

@@ -25,7 +25,7 @@ type Op = ['insert', string, string, number] | ['match', string, string[], numbe
   | ['remove', string, number] | ['add', string] | ['counts', Record<string, number>];
 
 test('RoutedPrefixTree answers as Ray 2.58.0\'s PrefixTree on random operations', { timeout: 120_000 }, (t) => {
-  if (!existsSync(PYTHON)) { t.skip('no Ray venv at .cache/ray-venv: run scripts/ray-venv.sh (it installs Ray 2.58.0 from the local pip indexes)'); return; }
+  if (!existsSync(PYTHON)) { t.skip('no Ray venv at .cache/ray-venv: run bash scripts/ray-venv.sh (Ray 2.58.0, with pip as this machine configures it; other indexes: docs/development.md, "The Ray tests on another machine")'); return; }
   const r = spawnSync(PYTHON, [join(root, 'test/integration/ray/prefix_tree_ops.py'), String(SEEDS), String(STEPS)],
     { encoding: 'utf8', timeout: 100_000, maxBuffer: 64 << 20 });
   assert.equal(r.status, 0, r.error?.message ?? r.stderr);

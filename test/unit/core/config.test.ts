@@ -276,7 +276,9 @@ test('LIMITS carry the spec defaults and are frozen', () => {
   assert.equal(LIMITS.endedReservationsMaxEntries, 65536);
   // the mesh beyond Dynamo: ZMQ's own queue (1,000) would drop 5 s of events at 200/s
   assert.deepEqual([LIMITS.replicaSendHwm, LIMITS.replicaReceiveHwm, LIMITS.replicaTombstoneTtlSecs], [10000, 10000, 300]);
-  assert.equal(Object.keys(LIMITS).length, 45);
+  // the drain after an early answer: 4x the body limit, 30 s
+  assert.deepEqual([LIMITS.drainMaxBytes, LIMITS.drainMaxMs], [4 * 8388608, 30000]);
+  assert.equal(Object.keys(LIMITS).length, 47);
 });
 
 test('config sources are isomorphic: no node: imports, no process.env', () => {

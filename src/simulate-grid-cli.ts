@@ -20,7 +20,7 @@ the best of each cell marked *; every run's fleet flags (--capacity-blocks, ...)
 ${wrapText(`comma-separated workload specs (default ${WORKLOAD_NAMES.join(',')})`, '  --workloads LIST          ')}
   --fleets LIST             comma-separated fleet names (default ${GRID_FLEETS})
   --loads LIST              fractions of saturation throughput (default ${GRID_LOADS})
-  --policies LIST           as above (default ${DEFAULT_POLICIES})
+${wrapText(`as above (default ${DEFAULT_POLICIES})`, '  --policies LIST           ')}
   --jobs N                  worker threads (default 1); results are the same for any N
   --json                    print JSON (every run's metrics, the saturations) instead of the table
 `;

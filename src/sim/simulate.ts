@@ -18,7 +18,7 @@ export { DEFAULT_KNOBS, type SimProgress } from './run.js';
 
 export interface SimulationOptions extends RunSettings {
   fleet?: Partial<FleetConfig>;
-  /** Specs or a comma-separated list (default `ttft,kv,llmd,sglang_cache_aware,ray_prefix_affinity,least_loaded,round_robin`). */
+  /** Specs or a comma-separated list (default `ttft,kv,llmd,sglang_cache_aware,ray_prefix_affinity,round_robin`). */
   policies?: readonly PolicySpec[] | string;
   /** Arrival-time compression: 2 replays the trace twice as fast (default 1). */
   speed?: number;
@@ -43,7 +43,7 @@ export interface SimulationResult {
   policies: PolicyMetrics[];
 }
 
-export const DEFAULT_POLICIES = 'ttft,kv,llmd,sglang_cache_aware,ray_prefix_affinity,least_loaded,round_robin';
+export const DEFAULT_POLICIES = 'ttft,kv,llmd,sglang_cache_aware,ray_prefix_affinity,round_robin';
 
 /** Run every policy over `trace` on the same fleet, one after another. */
 export async function simulate(trace: Trace, o: SimulationOptions = {}): Promise<SimulationResult> {

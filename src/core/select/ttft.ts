@@ -37,7 +37,8 @@
  * busiest ranks' steps, with no weight to tune for the load. `evict` and `preempt` need
  * `total_kv_blocks` in the worker record, the slot wait `max_num_seqs`.
  *
- * Costs within `tie_tolerance` (relative) of the lowest count as equal; among them the rank this
+ * Costs within `tie_tolerance` (relative; about how well the learned model tells two ranks apart)
+ * of the lowest count as equal; among them the rank this
  * policy sent a request to least recently wins (its cache's least recently used blocks are the
  * oldest), ranks never chosen first, at random.
  *

@@ -19,7 +19,7 @@ import type { ServiceApi } from '../core/wire/types.js';
 import { VERSION } from '../version.js';
 import { ignoreBodies, useJsonBodies } from './content-type.js';
 import { installErrorHandler, sendError } from './error-handler.js';
-import { DRAIN_LIMITS, LingeringClose, lingeringCloseOf, warnCuts, type DrainCut, type DrainLimits } from './lingering-close.js';
+import { DRAIN_LIMITS, LingeringClose, lingeringCloseOf, warnCuts, type DrainLimits } from './lingering-close.js';
 import { stringifyJson } from '../core/wire/json.js';
 import { installNotFound, methodNotAllowedRoutes } from './not-found.js';
 import { openApiRoute } from './openapi.js';
@@ -126,8 +126,7 @@ export function createServer(opts: ServerOptions = {}): FastifyInstance {
   const requestTimeout = opts.requestTimeoutMs ?? LIMITS.requestTimeoutMs;
   const connectionTimeout = opts.connectionTimeoutMs ?? LIMITS.connectionTimeoutMs;
   const drain = opts.drainLimits ?? DRAIN_LIMITS;
-  let reportCut: (cut: DrainCut) => void = () => {}; // the app's logger, once the app exists
-  const lingering = new LingeringClose(drain, (cut) => reportCut(cut));
+  const lingering = new LingeringClose(drain);
   const serverFactory = (handler: Parameters<typeof createHttpServer>[1]): Server => {
     const server = createHttpServer({
       requestTimeout,
@@ -156,7 +155,7 @@ export function createServer(opts: ServerOptions = {}): FastifyInstance {
     frameworkErrors: sendError,
   });
   app.addHook('onRequest', (req, reply, done) => { reply.header(REQUEST_ID_HEADER, req.id); done(); });
-  reportCut = warnCuts(app.log, drain);
+  lingering.listen(warnCuts(app.log, drain));
   lingering.install(app);
   installErrorHandler(app);
   installNotFound(app);

@@ -52,8 +52,7 @@ export class LingeringClose {
   private readonly closing = new WeakMap<Socket, Drain>();
   private readonly listeners = new Set<(cut: DrainCut) => void>();
 
-  /** `onCut` hears of every drain a limit cut short. */
-  constructor(readonly limits: DrainLimits, private readonly onCut: (cut: DrainCut) => void) {}
+  constructor(readonly limits: DrainLimits) {}
 
   /** `listener` hears of every drain a limit cuts short from now on, until the returned function is called. */
   listen(listener: (cut: DrainCut) => void): () => void {
@@ -130,7 +129,6 @@ export class LingeringClose {
   }
 
   private cut(limit: DrainCut): void {
-    this.onCut(limit);
     for (const listener of this.listeners) listener(limit);
   }
 
@@ -156,8 +154,8 @@ export class LingeringClose {
 interface WarnLog { warn(fields: object, message: string): void }
 
 /**
- * An `onCut` that warns once per `everyMs` at most, with how many drains each limit cut since
- * the previous warning (clients sending past their answer are a client's fault, but under heavy
+ * A {@link LingeringClose.listen} listener that warns once per `everyMs` at most, with how many
+ * drains each limit cut since the previous warning (clients sending past their answer are a client's fault, but under heavy
  * load a slow client's answer may be lost, and the operator should see that).
  */
 export function warnCuts(log: WarnLog, limits: DrainLimits, everyMs = 60_000, now: () => number = Date.now): (cut: DrainCut) => void {

@@ -2,7 +2,7 @@
  * The per-partition active-block table of load accounting (src/core/load/active-blocks.ts) and
  * the (words, tag) table under the approximate recorder (src/core/index/word-table.ts), against
  * Map models over random operations: refcounts, distinct blocks per row, holders of a hash and
- * the active-prefix depth, through growth and backward-shift deletes.
+ * the live bookings holding it, the active-prefix depth, through growth and backward-shift deletes.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -42,6 +42,7 @@ test('ActiveBlocks agrees with a per-row Map model over 100,000 random operation
   for (const k of pool) {
     const [lo, hi] = words(k);
     assert.equal(t.holderCount(lo, hi), model.filter((m) => m.has(k)).length);
+    assert.equal(t.liveCount(lo, hi), model.reduce((sum, m) => sum + (m.get(k) ?? 0), 0));
     for (let r = 0; r < ROWS; r++) assert.equal(t.count(lo, hi, r), model[r].get(k) ?? 0);
   }
   // depths of a prompt: only rows holding its first hash, each its contiguous held prefix

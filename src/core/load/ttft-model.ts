@@ -105,9 +105,15 @@ export class TtftModel {
     return this.rankFactor(key) * (Math.max(0, t[0]) + (Math.max(0, t[2]) * s.contextTokens) / CONTEXT);
   }
 
-  /** Seconds one more running request holding `contextTokens` adds to each step on rank `key`. */
+  /**
+   * Seconds one more running request holding `contextTokens` adds to each step on rank `key` (its
+   * decode reads that context every step): the fit's cost per context token, but no less than the
+   * prior's. Under steady load the context a rank holds hardly moves, so the fit cannot tell its
+   * cost from the fixed step and may trade one for the other: its predictions stay right, but the
+   * cost a new request's decode puts on the others would read as nothing.
+   */
   addedStepSeconds(key: string, contextTokens: number): number {
-    return (this.rankFactor(key) * Math.max(0, this.theta[2]) * contextTokens) / CONTEXT;
+    return (this.rankFactor(key) * Math.max(PRIOR[2], this.theta[2]) * contextTokens) / CONTEXT;
   }
 
   /**

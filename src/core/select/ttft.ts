@@ -11,8 +11,10 @@
  *               (work x ttft / (1 - busy)        the requests that reach the rank while this one
  *                                                waits and computes, and after them the rest of
  *                                                the busy period, each wait for its work
- *              + life x added step)             those reaching it while this one decodes see each
- *                                                step longer by the context it adds
+ *              + life x 2 x added step)         those reaching it while this one decodes see the
+ *                                                step in progress and their own (2) longer by the
+ *                                                context it adds (its cost per token no less than
+ *                                                the model's prior: see addedStepSeconds)
  *   evict   = evict_weight x the recompute of the cached blocks it evicts: its new blocks beyond
  *             the rank's free KV (capacity minus what the KV index holds there)
  *   preempt = the recompute of the blocks the rank's requests and this one would hold beyond its
@@ -57,6 +59,8 @@ const MAX_RANKS = 65_536;
 const MAX_BUSY = 0.95;
 /** Time constant of the booking-rate estimate, seconds. */
 const RATE_WINDOW_SECS = 10;
+/** Steps a request arriving at a rank waits out before its first token: the one in progress and its own. */
+const ARRIVAL_STEPS = 2;
 
 /** What the policy reads from its partition. */
 export interface TtftInputs {
@@ -142,7 +146,7 @@ export function createTtftPolicy(partition: PolicyPartition, params: Readonly<Re
         // it takes one for as long, and its own wait for a slot is in its predicted ttft.)
         const arrivals = p.delay_weight * rates.of(key, now), busy = Math.min(c.busyFraction(), MAX_BUSY);
         const stepSecs = model.stepSeconds(key, state), life = osl * stepSecs;
-        const delay = arrivals * ((work * ttft) / (1 - busy) + life * model.addedStepSeconds(key, isl + osl / 2));
+        const delay = arrivals * ((work * ttft) / (1 - busy) + life * ARRIVAL_STEPS * model.addedStepSeconds(key, isl + osl / 2));
         const capacity = c.totalKvBlocks();
         const free = capacity && inputs.heldBlocks ? Math.max(0, capacity - inputs.heldBlocks(w.workerId, w.dpRank)) : Infinity;
         const evicted = Math.max(0, Math.ceil(uncached / bs) - free);

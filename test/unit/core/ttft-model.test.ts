@@ -113,3 +113,19 @@ test('loads: per rank the bookings awaiting their first token, their context, th
   l.free('c'); // freed before its first token: no observation
   assert.equal(l.ttftModel.samples, 2);
 });
+
+test('the cost a new decode adds to each step: the fit\'s, never below the prior\'s', () => {
+  const m = new TtftModel();
+  const prior = m.addedStepSeconds('1:0', 100_000);
+  close(prior, 5e-8 * 100_000, 1e-9, 'the prior: 5 ms per step per 100,000 context tokens');
+  // an engine whose steps do not grow with context: the fit takes the cost to about 0 ...
+  for (const s of states(800, 5)) m.observe('1:0', s, law(s) - ENGINE.perContext * s.contextTokens * (1 + s.prefillTokens / 16_384));
+  assert.ok(m.coefficients().perContextTokenStepSec < 0.3 * ENGINE.perContext, `${m.coefficients().perContextTokenStepSec}`);
+  // ... the cost to others keeps the prior's
+  close(m.addedStepSeconds('1:0', 100_000), prior * m.rankFactor('1:0'), 1e-9, 'the added step');
+  // where the fit finds more, it is used
+  const m2 = new TtftModel();
+  for (const s of states(800, 7)) m2.observe('1:0', s, law(s, 3));
+  assert.ok(m2.coefficients().perContextTokenStepSec > 2 * ENGINE.perContext);
+  close(m2.addedStepSeconds('1:0', 100_000), m2.rankFactor('1:0') * m2.coefficients().perContextTokenStepSec * 100_000, 1e-9, 'the fit\'s');
+});

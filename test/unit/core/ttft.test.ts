@@ -53,7 +53,7 @@ test('without arrivals or capacity the cost is the predicted time to first token
   assert.ok(c > b, 'a queue and heavy decodes make a cached rank slower than an idle one');
 });
 
-test('delay: arrivals at the rank wait for the request\'s work, through the busy period, and see longer steps', () => {
+test('delay: arrivals at the rank wait for the request\'s work, through the busy period, and see two longer steps', () => {
   const { model, clock, policy, costs } = setup();
   // rank 1 has been booked twice a second for the last 20 s and was busy half the time
   for (let i = 0; i < 40; i++) { policy.onBooked!({ workerId: 1n, dpRank: 0, prefixWords: new Uint32Array(0), promptTokens: ISL }); clock.advance(500); }
@@ -63,7 +63,7 @@ test('delay: arrivals at the rank wait for the request\'s work, through the busy
   const ttft = model.predict('1:0', s), work = ISL * model.secondsPerToken('1:0', s);
   const life = 100 * model.stepSeconds('1:0', s), added = model.addedStepSeconds('1:0', ISL + 50);
   const span = 10 * (1 - Math.exp(-20 / 10)), arrivals = [...Array(40).keys()].reduce((w, i) => w + Math.exp(-(20 - 0.5 * i) / 10), 0) / span;
-  const expected = ttft + arrivals * ((work * ttft) / (1 - 0.5) + life * added);
+  const expected = ttft + arrivals * ((work * ttft) / (1 - 0.5) + life * 2 * added);
   assert.ok(Math.abs(cost - expected) < 1e-9 * expected, `${cost} vs ${expected}`);
   assert.ok(Math.abs(arrivals - 2) < 0.3, `about 2 bookings/s: ${arrivals}`);
   const [none] = setup({ delay_weight: 0 }).costs([r]);

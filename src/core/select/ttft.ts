@@ -21,8 +21,8 @@
  *             capacity (the engine preempts)
  *   spread  = for a rank that does not hold the prompt's cached prefix (a block more uncached
  *             than the best holder) and steps faster than the fastest holder: minus spread_secs x
- *             the prefix's live traffic per second (its live bookings over their life) / (holders
- *             + 1) x the step time saved. A hot prefix earns a new copy where the new copy's
+ *             the prefix's live traffic per second (its live bookings, two at least, over their
+ *             life) / (holders + 1) x the step time saved. A hot prefix earns a new copy where the new copy's
  *             requests will each wait less, for the time that copy keeps serving them.
  *   cost    = ttft + delay + evict + preempt - spread
  *
@@ -174,7 +174,8 @@ export function createTtftPolicy(partition: PolicyPartition, params: Readonly<Re
     if (holders === n) return;
     const depth = Math.min(words.length / 2, Math.floor((isl - least) / bs));
     const live = depth > 0 ? inputs.liveSharing?.(words, depth) ?? 0 : 0;
-    if (live === 0) return;
+    // one live booking is one conversation's turn in flight, not traffic to share out
+    if (live < 2) return;
     // Little's law: the prefix's arrivals per second are its live requests over their life
     const share = live / Math.max(1e-3, osl * holderStep) / (holders + 1);
     for (let i = 0; i < n; i++) {

@@ -149,4 +149,8 @@ test('spread: a hot prefix earns a new copy on a rank that steps faster than its
   assert.equal(off, base[1], 'spread_secs=0 turns it off');
   const [, quiet] = setup({}, undefined, () => 0).costs(ranks, c);
   assert.equal(quiet, base[1], 'no live traffic on the prefix, no credit');
+  const [, one] = setup({}, undefined, () => 1).costs(ranks, c);
+  assert.equal(one, base[1], 'one live booking (a conversation\'s turn in flight) is no traffic to share: no credit');
+  const [, two] = setup({}, undefined, () => 2).costs(ranks, c);
+  assert.ok(two < base[1], 'two live bookings are');
 });

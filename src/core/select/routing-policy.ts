@@ -12,7 +12,7 @@ export const TTFT_DEFAULTS = Object.freeze({
   delay_weight: 1,
   evict_weight: 0.5,
   tie_tolerance: 0.15,
-  spread_secs: 30,
+  spread_secs: 45,
 });
 export type TtftParams = { -readonly [K in keyof typeof TTFT_DEFAULTS]: number };
 

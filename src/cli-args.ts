@@ -205,7 +205,8 @@ export function envMarkdown(): string {
 /** Start-up warnings for variables of our namespaces that nothing reads, naming the closest known one. */
 export function unknownEnvWarnings(env: Readonly<Record<string, string | undefined>>): { name: string; closest: string }[] {
   const router = routerEnvNames();
-  const service = FLAGS.map(flagEnv).filter((n): n is string => n !== null);
+  // the router configuration reads some SELECT_SERVICE_* variables too (SELECT_SERVICE_ROUTING_POLICY)
+  const service = [...FLAGS.map(flagEnv).filter((n): n is string => n !== null), ...router.filter((n) => n.startsWith(ENV_PREFIX))];
   return [...unknownEnvVars(env, 'DYN_ROUTER_', router), ...unknownEnvVars(env, ENV_PREFIX, service)];
 }
 

@@ -108,9 +108,9 @@ test('SELECT_SERVICE_* variables stand in for flags with a value; the flag wins;
       '--routing-policy', '--help', '--help-env', '--version'], 'router overrides read their own variable (SELECT_SERVICE_ROUTING_POLICY through the router configuration)');
 });
 
-test('unknown DYN_ROUTER_* and SELECT_SERVICE_* variables are named with the closest known one; known names and aliases are not', () => {
+test('unknown DYN_ROUTER_* and SELECT_SERVICE_* variables are named with the closest known one; known names (SELECT_SERVICE_ROUTING_POLICY, read by the router configuration, too) and aliases are not', () => {
   const env = { DYN_ROUTER_TEMPRATURE: '0.5', DYN_ROUTER_QUEUE_TRESHOLD: '1', SELECT_SERVICE_PROT: '1', DYN_ROUTER_TEMPERATURE: '0',
-    DYN_USE_KV_EVENTS: 'true', DYN_ROUTER_KV_OVERLAP_SCORE_WEIGHT: '1', SELECT_SERVICE_PORT: '1', DYN_LOG: 'x', HOME: '/' };
+    DYN_USE_KV_EVENTS: 'true', DYN_ROUTER_KV_OVERLAP_SCORE_WEIGHT: '1', SELECT_SERVICE_PORT: '1', SELECT_SERVICE_ROUTING_POLICY: 'ttft', DYN_LOG: 'x', HOME: '/' };
   assert.deepEqual(unknownEnvWarnings(env), [
     { name: 'DYN_ROUTER_QUEUE_TRESHOLD', closest: 'DYN_ROUTER_QUEUE_THRESHOLD' },
     { name: 'DYN_ROUTER_TEMPRATURE', closest: 'DYN_ROUTER_TEMPERATURE' },

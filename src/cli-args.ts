@@ -204,10 +204,10 @@ export function envMarkdown(): string {
 
 /** Start-up warnings for variables of our namespaces that nothing reads, naming the closest known one. */
 export function unknownEnvWarnings(env: Readonly<Record<string, string | undefined>>): { name: string; closest: string }[] {
-  const router = routerEnvNames();
-  // the router configuration reads some SELECT_SERVICE_* variables too (SELECT_SERVICE_ROUTING_POLICY)
-  const service = [...FLAGS.map(flagEnv).filter((n): n is string => n !== null), ...router.filter((n) => n.startsWith(ENV_PREFIX))];
-  return [...unknownEnvVars(env, 'DYN_ROUTER_', router), ...unknownEnvVars(env, ENV_PREFIX, service)];
+  // every name something reads: the router configuration's (some are SELECT_SERVICE_*, e.g.
+  // SELECT_SERVICE_ROUTING_POLICY) and the flags'
+  const known = [...routerEnvNames(), ...FLAGS.map(flagEnv).filter((n): n is string => n !== null)];
+  return [...unknownEnvVars(env, 'DYN_ROUTER_', known), ...unknownEnvVars(env, ENV_PREFIX, known)];
 }
 
 /** Splits argv into flag -> raw value (`true` for switches), reporting syntax problems. */

@@ -22,8 +22,8 @@
  *   spread  = for a rank that does not hold the prompt's cached prefix (a block more uncached
  *             than the best holder) and steps faster than the fastest holder: minus spread_secs x
  *             the prefix's live traffic per second (its live bookings, two at least, over their
- *             life) / (holders + 1) x the step time saved. A hot prefix earns a new copy where the new copy's
- *             requests will each wait less, for the time that copy keeps serving them.
+ *             life) / (holders + 1) x the step time saved. A hot prefix earns a new copy where the
+ *             new copy's requests will each wait less, for the time that copy keeps serving them.
  *   cost    = ttft + delay + evict + preempt - spread
  *
  * `busy` is the fraction of the last ~10 s during which a booking on the rank awaited its first

@@ -53,7 +53,7 @@ test('the page runs a simulation from file:// and renders the table and charts',
     policy: (tr as HTMLElement).dataset.policy, hit: Number((tr as HTMLElement).dataset.hitRate),
     ttft: Number((tr as HTMLElement).dataset.ttftP50), cells: Array.from(tr.querySelectorAll('td'), (td) => td.textContent),
   })));
-  assert.deepEqual(rows.map((r) => r.policy), ['ttft', 'kv', 'round_robin', 'random', 'least_loaded', 'session_affinity']);
+  assert.deepEqual(rows.map((r) => r.policy), ['ttft', 'kv', 'llmd', 'sglang_cache_aware', 'ray_prefix_affinity', 'round_robin', 'session_affinity']);
   for (const r of rows) {
     assert.ok(r.hit > 0 && r.hit < 0.5, `${r.policy} hit rate ${r.hit}`);
     assert.ok(r.ttft > 10 && r.ttft < 60_000, `${r.policy} TTFT p50 ${r.ttft} ms`);
@@ -62,11 +62,11 @@ test('the page runs a simulation from file:// and renders the table and charts',
   const paths = (sel: string) => page.$$eval(`${sel} path.series`, (ps) => ps.map((p) => (p.getAttribute('d') ?? '').length));
   const hit = await paths('#chart-hit');
   const ttft = await paths('#chart-ttft');
-  assert.equal(hit.length, 6);
-  assert.equal(ttft.length, 6);
+  assert.equal(hit.length, 7);
+  assert.equal(ttft.length, 7);
   for (const d of [...hit, ...ttft]) assert.ok(d > 100, 'every series drew a line');
-  assert.equal(await page.$$eval('#chart-load svg', (s) => s.length), 6);
-  assert.equal((await paths('#chart-load')).length, 6 * 8);
+  assert.equal(await page.$$eval('#chart-load svg', (s) => s.length), 7);
+  assert.equal((await paths('#chart-load')).length, 7 * 8);
   assert.equal(await page.isVisible('#load-section'), true);
   // one y scale for every per-worker chart: the same tick labels everywhere
   const yTicks = await page.$$eval('#chart-load svg', (svgs) => svgs.map((s) => Array.from(s.querySelectorAll('text.tick[text-anchor=end]'), (t) => t.textContent).join(' ')));
@@ -79,7 +79,7 @@ test('the page runs a simulation from file:// and renders the table and charts',
   assert.equal(download.suggestedFilename(), 'simulation.csv');
   const csv = readFileSync(await download.path(), 'utf8').trim().split('\n');
   assert.match(csv[0], /^policy,hit_rate,block_hit_rate,ttft_p50_ms,/);
-  assert.deepEqual(csv.slice(1).map((l) => l.split(',')[0]), ['ttft', 'kv', 'round_robin', 'random', 'least_loaded', 'session_affinity']);
+  assert.deepEqual(csv.slice(1).map((l) => l.split(',')[0]), ['ttft', 'kv', 'llmd', 'sglang_cache_aware', 'ray_prefix_affinity', 'round_robin', 'session_affinity']);
   assert.deepEqual(errors, []);
   await page.close();
 });
@@ -101,7 +101,7 @@ test('the page generates a workload on a named fleet and runs it at a load of it
   await page.waitForFunction(() => document.body.dataset.state !== 'running' && document.body.dataset.state !== 'ready', null, { timeout: 120_000 });
   const status = await page.textContent('#status') ?? '';
   assert.equal(await page.evaluate(() => document.body.dataset.state), 'done', status);
-  assert.match(status, /^300 requests × 5 policies in [\d.]+ s \(8 x 1 rank\(s\), 4 x llama3\.1-8b-h100 \+ 4 x llama3\.1-8b-a100, load 0\.8 of saturation [\d.]+ req\/s \(kv, \d passes\)\)$/);
+  assert.match(status, /^300 requests × 6 policies in [\d.]+ s \(8 x 1 rank\(s\), 4 x llama3\.1-8b-h100 \+ 4 x llama3\.1-8b-a100, load 0\.8 of saturation [\d.]+ req\/s \(kv, \d passes\)\)$/);
   const hits = await page.$$eval('#metrics tbody tr', (trs) => trs.map((tr) => Number((tr as HTMLElement).dataset.hitRate)));
   assert.ok(hits.every((h) => h > 0.3), `four shared 2,048-token prompts: hit rates ${hits}`);
   // bad settings are reported before anything runs
@@ -176,16 +176,16 @@ test('a sweep draws TTFT and hit rate against the swept value; Cancel stops a ru
   await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state ?? ''), null, { timeout: 120_000 });
   assert.equal(await page.evaluate(() => document.body.dataset.state), 'done', await page.textContent('#status') ?? '');
   const rows = await page.$$eval('#metrics tbody tr', (trs) => trs.map((tr) => `${(tr as HTMLElement).dataset.value} ${(tr as HTMLElement).dataset.policy}`));
-  assert.deepEqual(rows, ['1 ttft', '1 kv', '1 round_robin', '1 random', '1 least_loaded', '4 ttft', '4 kv', '4 round_robin', '4 random', '4 least_loaded']);
+  assert.deepEqual(rows, ['1 ttft', '1 kv', '1 llmd', '1 sglang_cache_aware', '1 ray_prefix_affinity', '1 round_robin', '4 ttft', '4 kv', '4 llmd', '4 sglang_cache_aware', '4 ray_prefix_affinity', '4 round_robin']);
   const figures = await page.$$eval('#chart-sweep [data-figure]', (fs) => fs.map((f) => (f as HTMLElement).dataset.figure));
   assert.deepEqual(figures, ['sweep-speed-ttft-p50', 'sweep-speed-ttft-p90', 'sweep-speed-hit-rate']);
-  assert.equal(await page.$$eval('#chart-sweep path.series', (ps) => ps.length), 3 * 5);
+  assert.equal(await page.$$eval('#chart-sweep path.series', (ps) => ps.length), 3 * 6);
   assert.equal(await page.isVisible('#load-section'), false);
   const [download] = await Promise.all([page.waitForEvent('download'), page.click('#csv')]);
   assert.equal(download.suggestedFilename(), 'sweep-speed.csv');
   const csv = readFileSync(await download.path(), 'utf8').trim().split('\n');
   assert.match(csv[0], /^speed,policy,hit_rate,/);
-  assert.equal(csv.length, 11);
+  assert.equal(csv.length, 1 + 2 * 6);
   assert.deepEqual(errors, []);
   await page.close();
 });

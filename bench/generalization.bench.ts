@@ -13,10 +13,12 @@
  *
  *   node build/dist/bench/generalization.bench.js [--jobs 2] [--variants ttft,ttft:evict_weight=0]
  *     [--workloads ...] [--fleets ...] [--loads ...] [--seed 0] [--save grid.json | --from grid.json]
- *     [--baseline others.json] [--markdown]
+ *     [--baseline others.json] [--expected-output trace|none] [--markdown]
  *
  * `--baseline` takes a saved grid of the other policies (run once with `--save`): only the `ttft`
  * variants run then, at its measured saturations (the other policies' runs do not change).
+ * `--expected-output none`: the simulated clients send no `expected_output_tokens` (the other
+ * policies do not read it, so a baseline saved either way serves).
  *
  * `npm run bench -- generalization` runs the whole grid (about an hour on 2 cores).
  */
@@ -24,14 +26,14 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { runGrid } from '../src/grid-pool.js';
 import { gridJson } from '../src/sim/grid-report.js';
-import type { CellMetrics, GridResult } from '../src/sim/grid.js';
+import type { CellMetrics, GridResult, GridSpec } from '../src/sim/grid.js';
 
 const OTHERS = 'kv,llmd,sglang_cache_aware,ray_prefix_affinity,session_affinity,least_loaded,round_robin,random';
 const { values } = parseArgs({
   options: {
     jobs: { type: 'string' }, variants: { type: 'string' }, workloads: { type: 'string' }, fleets: { type: 'string' },
     loads: { type: 'string' }, seed: { type: 'string' }, save: { type: 'string' }, from: { type: 'string' }, markdown: { type: 'boolean' },
-    baseline: { type: 'string' },
+    baseline: { type: 'string' }, 'expected-output': { type: 'string' },
   },
 });
 const variants = (values.variants ?? 'ttft').split(',');
@@ -55,6 +57,7 @@ async function grid(): Promise<Cell[]> {
     fleets: list(values.fleets, base ? [...new Set(base.cells.map((c) => c.fleet))].join(',') : '8x1,16x2,64x1,mixed'),
     loads: list(values.loads, base ? [...new Set(base.cells.map((c) => c.load))].join(',') : '0.3,0.6,0.85,1.1').map(Number),
     policies: base ? variants.join(',') : [...variants, OTHERS].join(','), seed: Number(values.seed ?? 0),
+    expectedOutput: values['expected-output'] as GridSpec['expectedOutput'],
     saturations: base ? Object.fromEntries(base.saturations.map((s) => [`${s.workload}@${s.fleet}`, s.saturation])) : undefined,
   }, { jobs: Number(values.jobs ?? 2), onProgress: (p) => process.stderr.write(`\r[${p.done}/${p.total}]`) });
   process.stderr.write('\n');

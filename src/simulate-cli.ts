@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import { parseTrace, traceJsonl, type Trace } from './sim/trace.js';
 import { generateWorkload, WORKLOAD_NAMES } from './sim/workload/spec.js';
-import { simulate, DEFAULT_POLICIES, type SimulationOptions } from './sim/simulate.js';
+import { simulate, DEFAULT_POLICIES, EXPECTED_OUTPUT, type ExpectedOutput, type SimulationOptions } from './sim/simulate.js';
 import { compileScorer } from './sim/custom-scorer.js';
 import { POLICY_KINDS } from './sim/policies.js';
 import { formatReport, reportJson } from './sim/report.js';
@@ -61,6 +61,9 @@ ${wrapText(`step-time profile of every rank, default ${DEFAULT_PROFILE}; one of 
   --queue-policy P          fcfs (default), wspt or lcfs
   --overlap-score-credit X  --prefill-load-scale X  --temperature X   cost knobs of kv policies
   --scorer FILE             body of the custom policy's scorer function (ctx, cands, out)
+  --expected-output W       what the clients send as expected_output_tokens: trace (each
+                            request's output length, the default) or none (nothing, as most
+                            clients: ttft uses the output length the service has learned)
   --seed S                  RNG seed (default 0)         --speed X          arrival speed-up (1)
   --load F                  arrival rate = F x the fleet's saturation throughput for this trace,
                             measured with kv and printed (0.85 = 85%); instead of --speed
@@ -80,7 +83,7 @@ const OPTIONS = {
   profile: { type: 'string' }, 'max-concurrent': { type: 'string' },
   'max-batched-tokens': { type: 'string' }, 'queue-threshold': { type: 'string' }, 'queue-policy': { type: 'string' },
   'overlap-score-credit': { type: 'string' }, 'prefill-load-scale': { type: 'string' }, temperature: { type: 'string' },
-  scorer: { type: 'string' }, seed: { type: 'string' }, speed: { type: 'string' }, json: { type: 'boolean' },
+  scorer: { type: 'string' }, 'expected-output': { type: 'string' }, seed: { type: 'string' }, speed: { type: 'string' }, json: { type: 'boolean' },
   sweep: { type: 'string' }, svg: { type: 'string' },
   serve: { type: 'boolean' }, port: { type: 'string' }, host: { type: 'string' }, help: { type: 'boolean', short: 'h' },
   workload: { type: 'string' }, 'write-trace': { type: 'string' }, fleet: { type: 'string' }, load: { type: 'string' },
@@ -114,8 +117,9 @@ export async function main(argv: string[], io: CliIo = process): Promise<number>
     };
     const queue = queueOption(number(values['queue-threshold'], 'queue-threshold'), values['queue-policy']);
     const seed = number(values.seed, 'seed') ?? 0;
+    const expectedOutput = expectedOutputOption(values['expected-output']);
     if (values.grid) {
-      return await gridMain(values, io, { fleet, knobs, queue, seed, scorer: values.scorer ? readFileSync(values.scorer, 'utf8') : undefined });
+      return await gridMain(values, io, { fleet, knobs, queue, expectedOutput, seed, scorer: values.scorer ? readFileSync(values.scorer, 'utf8') : undefined });
     }
     const trace = loadTrace(values, fleet, seed);
     if (values['write-trace'] !== undefined) {
@@ -128,7 +132,7 @@ export async function main(argv: string[], io: CliIo = process): Promise<number>
       fleet, knobs, policies: values.policies ?? DEFAULT_POLICIES, seed,
       speed: number(values.speed, 'speed') ?? 1, load: number(values.load, 'load'),
       scorer: values.scorer ? compileScorer(readFileSync(values.scorer, 'utf8')) : undefined,
-      onProgress: progress(io), queue,
+      onProgress: progress(io), queue, expectedOutput,
     };
     let swept: ReturnType<typeof parseSweep> | undefined;
     if (values.sweep !== undefined) {
@@ -197,6 +201,11 @@ function writeFigures(io: CliIo, dir: string, figures: readonly Figure[]): void 
     writeFileSync(path, `${f.svg}\n`);
     io.stderr.write(`wrote ${path}\n`);
   }
+}
+
+function expectedOutputOption(v: string | undefined): ExpectedOutput | undefined {
+  if (v !== undefined && !(EXPECTED_OUTPUT as readonly string[]).includes(v)) throw new UsageError(`--expected-output: ${EXPECTED_OUTPUT.join(' or ')} (got ${v})`);
+  return v as ExpectedOutput | undefined;
 }
 
 function queueOption(threshold: number | undefined, policy: string | undefined): SimulationOptions['queue'] {

@@ -16,7 +16,7 @@ export const GRID_LOADS = '0.3,0.6,0.85,1.1';
 
 export const GRID_USAGE = `grid (--grid): one table of TTFT p50/p90/p99 and hit rate per (workload, fleet, load, policy),
 the best of each cell marked *; every run's fleet flags (--capacity-blocks, ...), cost knobs,
---queue-threshold, --scorer and --seed apply to every run
+--queue-threshold, --scorer, --expected-output and --seed apply to every run
 ${wrapText(`comma-separated workload specs (default ${WORKLOAD_NAMES.join(',')})`, '  --workloads LIST          ')}
   --fleets LIST             comma-separated fleet names (default ${GRID_FLEETS})
   --loads LIST              fractions of saturation throughput (default ${GRID_LOADS})
@@ -34,6 +34,7 @@ export interface GridCommon {
   fleet: Partial<FleetConfig>;
   knobs: GridSpec['knobs'];
   queue: GridSpec['queue'];
+  expectedOutput: GridSpec['expectedOutput'];
   seed: number;
   scorer?: string;
 }
@@ -55,6 +56,7 @@ export async function gridMain(values: GridValues, io: { stdout: { write(s: stri
   const spec: GridSpec = {
     workloads: list(values.workloads ?? WORKLOAD_NAMES.join(',')), fleets: list(values.fleets ?? GRID_FLEETS), loads,
     policies: values.policies ?? DEFAULT_POLICIES, seed: common.seed, knobs: common.knobs, queue: common.queue, scorer: common.scorer,
+    expectedOutput: common.expectedOutput,
     fleet: engine,
   };
   const jobs = number(values.jobs, 'jobs') ?? 1;

@@ -17,6 +17,7 @@ import { parsePolicies, type CostKnobs } from './policies.js';
 import { measureSaturation, type Saturation } from './saturation.js';
 import { simulate } from './simulate.js';
 import type { Trace } from './trace.js';
+import { EXPECTED_OUTPUT, type ExpectedOutput } from './run.js';
 import { generateWorkload, parseWorkload } from './workload/spec.js';
 
 /** What a grid runs. */
@@ -34,6 +35,8 @@ export interface GridSpec {
   /** Body of the `custom` policy's scorer. */
   scorer?: string;
   queue?: { threshold: number; policy?: 'fcfs' | 'wspt' | 'lcfs' };
+  /** What the simulated clients send as `expected_output_tokens` (default `trace`). */
+  expectedOutput?: ExpectedOutput;
   /**
    * Saturations already measured, by `workload@fleet` (a grid's `saturations`): given, they are
    * used instead of measured again (a script comparing new policies against a saved grid).
@@ -95,6 +98,9 @@ export function checkGridSpec(spec: GridSpec): void {
   for (const f of spec.fleets) fleetConfig({ ...spec.fleet, ...namedFleet(f) });
   for (const l of spec.loads) if (!(l > 0 && Number.isFinite(l))) throw new Error(`grid: load must be a positive number (got ${l})`);
   parsePolicies(spec.policies);
+  if (spec.expectedOutput !== undefined && !EXPECTED_OUTPUT.includes(spec.expectedOutput)) {
+    throw new Error(`grid: expectedOutput is ${EXPECTED_OUTPUT.join(' or ')} (got ${String(spec.expectedOutput)})`);
+  }
 }
 
 /** A fleet of the grid: the named fleet with the grid's engine settings. */
@@ -126,7 +132,7 @@ export async function runGridTask(task: GridTask): Promise<GridTaskResult> {
     return { kind: 'saturation', requests: trace.length, saturation: known ?? await measureSaturation(trace, fleet, { seed: spec.seed }) };
   }
   const r = await simulate(trace, {
-    fleet, policies: task.policy, seed: spec.seed, knobs: spec.knobs, queue: spec.queue, load: task.load, saturation: task.saturation,
+    fleet, policies: task.policy, seed: spec.seed, knobs: spec.knobs, queue: spec.queue, expectedOutput: spec.expectedOutput, load: task.load, saturation: task.saturation,
     scorer: spec.scorer === undefined ? undefined : compileScorer(spec.scorer),
   });
   const { series: _s, ttft_histogram: _h, ...metrics } = r.policies[0];

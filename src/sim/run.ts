@@ -44,7 +44,17 @@ export interface RunSettings {
   progressEvery?: number;
   /** Run decode-only stretches as one event (default true; false steps one by one, with the same results). */
   fastPath?: boolean;
+  /**
+   * What the simulated clients send as `expected_output_tokens`: `trace`, each request's output
+   * length (default), or `none`, nothing (the way most clients call the service: `ttft` then
+   * prices a request's decode at the output length the service has learned).
+   */
+  expectedOutput?: ExpectedOutput;
 }
+
+/** What simulated clients send as `expected_output_tokens` (see {@link RunSettings.expectedOutput}). */
+export type ExpectedOutput = 'trace' | 'none';
+export const EXPECTED_OUTPUT: readonly ExpectedOutput[] = Object.freeze(['trace', 'none']);
 
 /** Microtask turns a settled `selectAndReserve` needs to reach its `.then` (async method + adoption). */
 const SETTLE_TURNS = 16;
@@ -112,7 +122,7 @@ export async function runPolicy(trace: Trace, ids: BlockIds, fleet: FleetConfig,
       core.selectAndReserve({
         model_name: SIM_MODEL, routing_group: SIM_GROUP, selection_id: `r${i}`,
         block_hashes: keys.map((k) => ids.local(k)), sequence_hashes: keys.map((k) => ids.seq(k)), isl_tokens: isl,
-        expected_output_tokens: osl, session_id: sessionOf(trace, i),
+        expected_output_tokens: o.expectedOutput === 'none' ? undefined : osl, session_id: sessionOf(trace, i),
       }).then((res) => {
         selecting--;
         const rank = rankOf.get(`${res.worker_id}:${res.dp_rank}`) as number;

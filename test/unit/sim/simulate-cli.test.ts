@@ -56,6 +56,31 @@ test('simulate --json: every metric, unbounded capacity as null', async (t) => {
   assert.equal(p.evicted_blocks, 0);
 });
 
+test('--expected-output none: the clients send no expected_output_tokens (grid too); a bad value is a usage error', async (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, 'slice.jsonl');
+  writeFileSync(file, headLines(traceText(), 100));
+  // everything to the first candidate when the request says nothing of its output, else to the last
+  const scorer = join(dir, 'scorer.js');
+  writeFileSync(scorer, 'const said = ctx.expectedOutputTokens() !== undefined; for (let i = 0; i < cands.length; i++) out[i] = (i === 0) === said ? 1 : 0;');
+  const ranks = async (...flags: string[]): Promise<number[]> => {
+    const { o, io: s } = io();
+    assert.equal(await main(['--trace', file, '--json', '--workers', '2', '--policies', 'custom', '--scorer', scorer, ...flags], s), 0, o.err);
+    return JSON.parse(o.out).policies[0].per_rank.map((r: { requests: number }) => r.requests);
+  };
+  assert.deepEqual(await ranks(), [0, 100]);
+  assert.deepEqual(await ranks('--expected-output', 'trace'), [0, 100]);
+  assert.deepEqual(await ranks('--expected-output', 'none'), [100, 0]);
+  const { o, io: s } = io();
+  assert.equal(await main(['--grid', '--json', '--workloads', 'no_reuse:requests=60', '--fleets', '2x1', '--loads', '0.5', '--policies', 'custom',
+    '--scorer', scorer, '--expected-output', 'none'], s), 0, o.err);
+  const cell = JSON.parse(o.out).cells[0].policies[0];
+  assert.deepEqual(cell.per_rank.map((r: { requests: number }) => r.requests), [60, 0]);
+  const bad = io();
+  assert.equal(await main(['--trace', file, '--expected-output', 'max_tokens'], bad.io), 2);
+  assert.match(bad.o.err, /--expected-output: trace or none \(got max_tokens\)/);
+});
+
 test('--sweep runs every policy at every value and prints one table; --svg writes the plots', async (t) => {
   const dir = tempDir(t);
   const file = join(dir, 'slice.jsonl');

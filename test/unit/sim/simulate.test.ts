@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { simulate } from '../../../src/sim/simulate.js';
 import { parsePolicies } from '../../../src/sim/policies.js';
 import { compileScorer } from '../../../src/sim/custom-scorer.js';
+import type { WorkerScorer } from '../../../src/core/select/policy.js';
 import { conversationTrace, traceText } from './sim-helpers.js';
 
 /** Prefix reuse computed from the trace text alone: blocks whose whole prefix was seen before. */
@@ -87,6 +88,21 @@ test('every policy kind runs on dp ranks and smaller blocks, through the custom-
   const custom = by.get('custom')!;
   assert.deepEqual(custom.per_rank.filter((r) => r.requests > 0).map((r) => r.worker_id), [2, 2]);
   assert.ok(by.get('session_affinity:ttl_secs=600')!.hit_rate > by.get('random')!.hit_rate);
+});
+
+test('the simulated clients send each request\'s output length as expected_output_tokens, or with expectedOutput none nothing', async () => {
+  const trace = conversationTrace(200);
+  const seen = async (expectedOutput?: 'trace' | 'none'): Promise<(number | undefined)[]> => {
+    const got: (number | undefined)[] = [];
+    const scorer: WorkerScorer = { score: (ctx) => { got.push(ctx.expectedOutputTokens()); } };
+    await simulate(trace, { fleet: { workers: 2 }, policies: 'custom', scorer, expectedOutput });
+    return got;
+  };
+  const lengths = Array.from(trace.outputLength);
+  // one scoring per request, in arrival order (no admission queue)
+  assert.deepEqual(await seen(), lengths);
+  assert.deepEqual(await seen('trace'), lengths);
+  assert.deepEqual(await seen('none'), lengths.map(() => undefined));
 });
 
 test('policy lists: parameters and errors', () => {

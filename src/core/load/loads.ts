@@ -14,7 +14,7 @@
  * this path creates a BigInt per block.
  */
 import { ActiveBlocks } from './active-blocks.js';
-import { TtftModel, type RankState } from './ttft-model.js';
+import { TtftModel, outputTokensFromBlocks, type RankState } from './ttft-model.js';
 import { rankKeyOf as rankKey, type WorkerRank } from '../index/slots.js';
 import type { Clock, Rng } from '../random.js';
 
@@ -353,7 +353,8 @@ export class ActiveLoads {
     if (!b.prefillDone) this.prefill[row] -= b.prefillTokens;
     if (!b.firstToken) { this.settleBusy(row, this.o.clock.now()); this.pending[row]--; }
     this.context[row] -= b.contextTokens;
-    this.ttftModel.observeOutput(b.contextTokens - b.islTokens);
+    // a booking freed before its first token generated nothing to learn from
+    if (b.firstToken) this.ttftModel.observeOutput(outputTokensFromBlocks(b.islTokens, (b.contextTokens - b.islTokens) / this.o.blockSize, this.o.blockSize));
     const blocks = this.blocks;
     for (let i = 0; i < b.nBlocks; i++) blocks.dec(b.words[2 * i], b.words[2 * i + 1], row);
     (this.rowRequests[row] as Map<string, Booking>).delete(id);

@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TtftModel, DEFAULT_STEP_TOKENS, type RankState } from '../../../src/core/load/ttft-model.js';
+import { TtftModel, DEFAULT_STEP_TOKENS, outputTokensFromBlocks, type RankState } from '../../../src/core/load/ttft-model.js';
 import { ActiveLoads } from '../../../src/core/load/loads.js';
 import { seededRng } from '../../../src/core/random.js';
 import { ManualClock } from './core-helpers.js';
@@ -64,6 +64,27 @@ test('a rank twice as slow gets a factor near 2; ranks alike keep 1', () => {
   assert.equal(m.rankFactor('9:0'), 1, 'a rank never observed');
 });
 
+test('output tokens from the blocks a booking\'s output opened (Dynamo\'s rule): the middle of their range, unbiased', () => {
+  // 2,193 prompt tokens in 512-token blocks leave 367 in the last one
+  assert.equal(outputTokensFromBlocks(2193, 0, 512), 183.5);
+  assert.equal(outputTokensFromBlocks(2193, 1, 512), 367 + 256);
+  assert.equal(outputTokensFromBlocks(2193, 3, 512), 367 + 2.5 * 512);
+  assert.equal(outputTokensFromBlocks(1024, 0, 512), 0, 'a full last block: the first output token opens one');
+  assert.equal(outputTokensFromBlocks(1024, 2, 512), 768);
+  // over outputs spread evenly (to a block boundary) the estimates average the true mean within
+  // half a token; whole blocks read far less when the room left in the prompt's block is large
+  for (const [isl, bs] of [[2193, 512], [2048 + 100, 512], [777, 16], [4000, 64]]) {
+    const room = Math.ceil(isl / bs) * bs - isl;
+    let truth = 0, est = 0, whole = 0, n = 0;
+    for (let o = 1; o <= room + 3 * bs; o++) {
+      const opened = Math.ceil((isl + o) / bs) - Math.ceil(isl / bs);
+      truth += o; est += outputTokensFromBlocks(isl, opened, bs); whole += opened * bs; n++;
+    }
+    assert.ok(Math.abs(est / n - truth / n) <= 0.5, `isl ${isl}, block ${bs}: estimate ${est / n} vs ${truth / n}`);
+    if (bs === 512) assert.ok(whole / n < 0.9 * (truth / n), `whole blocks read ${whole / n} of ${truth / n}`);
+  }
+});
+
 test('the slot wait: its place past max_num_seqs times a request decode over the slots', () => {
   const m = new TtftModel();
   for (let i = 0; i < 100; i++) m.observeOutput(200);
@@ -108,10 +129,13 @@ test('loads: per rank the bookings awaiting their first token, their context, th
   l.free('a');
   l.free('b');
   assert.deepEqual([l.pending[row], l.context[row], l.requests[row]], [0, 0, 0]);
-  close(l.ttftModel.meanOutputTokens, 8, 0.01, 'a freed with one block of output, b with none (decayed mean)');
+  // a: 1,000 tokens leave 8 of the last 16-token block, one block opened: 9-24 tokens, 16;
+  // b: 500 leave 12, none opened: 1-12 tokens, 6 (decayed mean of the two)
+  close(l.ttftModel.meanOutputTokens, 11, 0.01, 'a freed with one block of output, b with none');
   l.book('c', 1n, 0, { seq, nBlocks: 2, trackPrefillTokens: true, prefillTokens: 10, islTokens: 10 });
-  l.free('c'); // freed before its first token: no observation
+  l.free('c'); // freed before its first token: no observation, of its time or its output
   assert.equal(l.ttftModel.samples, 2);
+  close(l.ttftModel.meanOutputTokens, 11, 0.01, 'unchanged by c');
 });
 
 test('the cost a new decode adds to each step: the fit\'s, never below the prior\'s', () => {

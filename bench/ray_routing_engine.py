@@ -161,8 +161,10 @@ class StepEngine:
                     r.events.put_nowait(("first", end - r.arrival))
             else:
                 r.generated += 1
-                if r.generated % bs == 0:
-                    r.events.put_nowait(("block", r.generated // bs))
+            # a token that grows the context (prompt + output) into a new block opens it, as
+            # Dynamo's router counts output blocks
+            if r.generated > 0 and (len(r.tokens) + r.generated - 1) % bs == 0:
+                r.events.put_nowait(("block", (len(r.tokens) + r.generated - 1) // bs - (len(r.tokens) - 1) // bs))
             self._store(r, r.computed + max(0, r.generated - 1), runs)
             if r.generated >= len(r.output):
                 self._finish(r, end)

@@ -71,6 +71,19 @@ class EngineTest(unittest.TestCase):
         # 8 prompt + 8 computed answer tokens (the last one sampled never had its KV computed)
         self.assertEqual(turn2["hit_blocks"], 4)
 
+    def test_an_output_block_is_reported_when_the_context_grows_into_a_new_block(self) -> None:
+        async def go(prompt: int, output: int) -> List[str]:
+            engine = StepEngine(params(64), Recorder())
+            return (await run(engine, list(range(1, prompt + 1)), [1] * output))["events"]
+
+        # 6 prompt tokens leave 2 in their second block: the 3rd output token opens the third, the
+        # 7th the fourth
+        self.assertEqual(asyncio.run(go(6, 7)), ["first", "block", "block", "done"])
+        self.assertEqual(asyncio.run(go(6, 2)), ["first", "done"])
+        # 8 fill two blocks: the first output token opens the third, the 5th the fourth
+        self.assertEqual(asyncio.run(go(8, 5)), ["first", "block", "block", "done"])
+        self.assertEqual(asyncio.run(go(8, 4)), ["first", "block", "done"])
+
     def test_a_full_cache_evicts_the_least_recently_released_chain_tail_first(self) -> None:
         async def go() -> Recorder:
             kv = Recorder()

@@ -28,7 +28,7 @@ class Booking:
             b.reserve()                         # POST /reservations {selection_id}; explicit form on 404
             ...first token...
             b.prefill_complete()
-            for each output block: b.output_block()
+            for each token that opens a KV block (prompt plus output): b.output_block()
         # on exit (normal or exception): DELETE /reservations/{id}; a 404 there is ignored
 
     ``client.reserved_booking(...)`` books on entry with ``/select_and_reserve`` instead.

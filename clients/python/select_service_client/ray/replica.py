@@ -8,8 +8,8 @@ Inside a deployment method that ``SelectServiceRouter`` routed::
         async for i, token in enumerate_tokens(...):
             if i == 0:
                 await report_prefill_complete()      # first token: prefill load drops
-            elif i % block_size == 0:
-                await report_output_block()          # one more KV block of output
+            if (len(request_token_ids) + i) % block_size == 0:
+                await report_output_block()          # this token opened a KV block
             yield token
 
 The reservation id is the router's (``selection_id_for``): app, deployment and Serve's

@@ -62,6 +62,7 @@ function request(trace: string): RunRequest {
       ...namedFleetSettings(),
     },
     queue: num('queue-threshold') === undefined ? undefined : { threshold: num('queue-threshold') as number },
+    expectedOutput: $<HTMLInputElement>('expected-output').checked ? 'trace' : 'none',
     knobs: { overlapScoreCredit: num('credit'), prefillLoadScale: num('scale'), routerTemperature: num('temperature') },
     scorer: useScorer ? $<HTMLTextAreaElement>('scorer').value : undefined,
     sweep: knob === '' ? undefined : parseSweep(`${knob}=${val('sweep-values')}`),

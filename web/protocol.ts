@@ -20,6 +20,8 @@ export interface RunRequest {
   seed: number;
   speed: number;
   queue?: { threshold: number };
+  /** What the clients send as `expected_output_tokens` (default `trace`). */
+  expectedOutput?: 'trace' | 'none';
   /** Body of the custom policy's scorer (ctx, cands, out). */
   scorer?: string;
   /** Every policy at every value of this knob (the CLI's flag names). */

@@ -27,6 +27,7 @@ scope.onmessage = (ev) => {
       const trace = req.workload ? generateWorkload(req.workload, { seed: req.seed, scale: ranks / 8 }) : parseTrace(req.trace, { limit: req.limit });
       const opts: SimulationOptions = {
         fleet: req.fleet, policies: req.policies, knobs: req.knobs, seed: req.seed, speed: req.speed, load: req.load, queue: req.queue,
+        expectedOutput: req.expectedOutput,
         scorer: req.scorer ? compileScorer(req.scorer) : undefined, progressEvery: 250,
       };
       if (req.sweep) {

@@ -202,6 +202,28 @@ test('a scorer that does not compile is reported on the page', { skip: SKIP }, a
   await page.close();
 });
 
+test('"clients send each request\'s output length" unchecked: the policies see no expected_output_tokens', { skip: SKIP }, async () => {
+  const page = await browser!.newPage();
+  await page.goto(pathToFileURL(join(BUILD, 'web/index.html')).href);
+  await page.fill('#limit', '300');
+  for (const box of await page.$$('input[name=policy]:checked')) await box.uncheck();
+  await page.check('input[name=policy][value=custom]');
+  // told the output length: the least busy rank; not told: always the first (a queue on one rank)
+  await page.fill('#scorer', 'const said = ctx.expectedOutputTokens() !== undefined; for (let i = 0; i < cands.length; i++) out[i] = said ? cands[i].activeRequests() : i;');
+  const p50 = async (): Promise<number> => {
+    await page.click('#run');
+    await page.waitForFunction(() => document.body.dataset.state === 'error' || document.body.dataset.state === 'done', null, { timeout: 60_000 });
+    assert.equal(await page.evaluate(() => document.body.dataset.state), 'done', await page.textContent('#status') ?? '');
+    return Number(await page.getAttribute('#metrics tbody tr[data-policy=custom]', 'data-ttft-p50'));
+  };
+  assert.equal(await page.isChecked('#expected-output'), true, 'sent by default, as the CLI');
+  const told = await p50();
+  await page.uncheck('#expected-output');
+  const untold = await p50();
+  assert.ok(untold > 5 * told, `one rank for all when untold: TTFT p50 ${untold} ms against ${told} ms spread out`);
+  await page.close();
+});
+
 test('select-service/browser: the core and the simulator as an ES module, without the page', { skip: SKIP }, async (t) => {
   const server = await serveStatic(BUILD, 0);
   t.after(() => server.close());

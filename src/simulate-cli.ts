@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import { parseTrace, traceJsonl, type Trace } from './sim/trace.js';
 import { generateWorkload, WORKLOAD_NAMES } from './sim/workload/spec.js';
-import { simulate, DEFAULT_POLICIES, EXPECTED_OUTPUT, type ExpectedOutput, type SimulationOptions } from './sim/simulate.js';
+import { simulate, DEFAULT_POLICIES, expectedOutputOf, type ExpectedOutput, type SimulationOptions } from './sim/simulate.js';
 import { compileScorer } from './sim/custom-scorer.js';
 import { POLICY_KINDS } from './sim/policies.js';
 import { formatReport, reportJson } from './sim/report.js';
@@ -204,8 +204,7 @@ function writeFigures(io: CliIo, dir: string, figures: readonly Figure[]): void 
 }
 
 function expectedOutputOption(v: string | undefined): ExpectedOutput | undefined {
-  if (v !== undefined && !(EXPECTED_OUTPUT as readonly string[]).includes(v)) throw new UsageError(`--expected-output: ${EXPECTED_OUTPUT.join(' or ')} (got ${v})`);
-  return v as ExpectedOutput | undefined;
+  try { return expectedOutputOf(v, '--expected-output'); } catch (err) { throw new UsageError((err as Error).message); }
 }
 
 function queueOption(threshold: number | undefined, policy: string | undefined): SimulationOptions['queue'] {

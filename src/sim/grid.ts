@@ -17,7 +17,7 @@ import { parsePolicies, type CostKnobs } from './policies.js';
 import { measureSaturation, type Saturation } from './saturation.js';
 import { simulate } from './simulate.js';
 import type { Trace } from './trace.js';
-import { EXPECTED_OUTPUT, type ExpectedOutput } from './run.js';
+import { expectedOutputOf, type ExpectedOutput } from './run.js';
 import { generateWorkload, parseWorkload } from './workload/spec.js';
 
 /** What a grid runs. */
@@ -98,9 +98,7 @@ export function checkGridSpec(spec: GridSpec): void {
   for (const f of spec.fleets) fleetConfig({ ...spec.fleet, ...namedFleet(f) });
   for (const l of spec.loads) if (!(l > 0 && Number.isFinite(l))) throw new Error(`grid: load must be a positive number (got ${l})`);
   parsePolicies(spec.policies);
-  if (spec.expectedOutput !== undefined && !EXPECTED_OUTPUT.includes(spec.expectedOutput)) {
-    throw new Error(`grid: expectedOutput is ${EXPECTED_OUTPUT.join(' or ')} (got ${String(spec.expectedOutput)})`);
-  }
+  expectedOutputOf(spec.expectedOutput, 'grid: expectedOutput');
 }
 
 /** A fleet of the grid: the named fleet with the grid's engine settings. */

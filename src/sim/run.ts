@@ -56,6 +56,12 @@ export interface RunSettings {
 export type ExpectedOutput = 'trace' | 'none';
 export const EXPECTED_OUTPUT: readonly ExpectedOutput[] = Object.freeze(['trace', 'none']);
 
+/** `v` as an {@link ExpectedOutput} (undefined: the default); throws `<what>: trace or none (got v)`. */
+export function expectedOutputOf(v: unknown, what: string): ExpectedOutput | undefined {
+  if (v !== undefined && !(EXPECTED_OUTPUT as readonly unknown[]).includes(v)) throw new Error(`${what}: ${EXPECTED_OUTPUT.join(' or ')} (got ${String(v)})`);
+  return v as ExpectedOutput | undefined;
+}
+
 /** Microtask turns a settled `selectAndReserve` needs to reach its `.then` (async method + adoption). */
 const SETTLE_TURNS = 16;
 

@@ -14,7 +14,7 @@ import { runPolicy, type RunSettings } from './run.js';
 import { loadSpeed, saturationOf, type Saturation } from './saturation.js';
 import type { Trace } from './trace.js';
 
-export { DEFAULT_KNOBS, EXPECTED_OUTPUT, type ExpectedOutput, type SimProgress } from './run.js';
+export { DEFAULT_KNOBS, expectedOutputOf, type ExpectedOutput, type SimProgress } from './run.js';
 
 export interface SimulationOptions extends RunSettings {
   fleet?: Partial<FleetConfig>;

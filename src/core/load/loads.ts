@@ -354,7 +354,7 @@ export class ActiveLoads {
     if (!b.firstToken) { this.settleBusy(row, this.o.clock.now()); this.pending[row]--; }
     this.context[row] -= b.contextTokens;
     // a booking freed before its first token generated nothing to learn from
-    if (b.firstToken) this.ttftModel.observeOutput(outputTokensFromBlocks(b.islTokens, (b.contextTokens - b.islTokens) / this.o.blockSize, this.o.blockSize));
+    if (b.firstToken) this.ttftModel.observeOutput(outputTokensFromBlocks(b.islTokens, b.nBlocks - b.promptBlocks, this.o.blockSize));
     const blocks = this.blocks;
     for (let i = 0; i < b.nBlocks; i++) blocks.dec(b.words[2 * i], b.words[2 * i + 1], row);
     (this.rowRequests[row] as Map<string, Booking>).delete(id);

@@ -309,11 +309,39 @@ export class ReplicaSync {
     clearInterval(this.timer);
     if (this.soon !== null) clearTimeout(this.soon);
     this.antiEntropy.book.detach();
-    // close() releases the port asynchronously; an awaited unbind (of the resolved endpoint: ZMQ
-    // cannot unbind a wildcard) releases it before we return, so a restarted service can bind it
     const bound = this.pub.lastEndpoint;
-    if (bound) await this.pub.unbind(bound).catch(() => {});
+    if (bound) await unbindReleased(this.pub, bound, this.o.logger);
     this.pub.close();
     await this.peers.close();
+  }
+}
+
+/** How long {@link unbindReleased} waits for ZMQ to close the listening socket. */
+const UNBIND_CLOSE_TIMEOUT_MS = 2000;
+
+/**
+ * Unbind `endpoint` (the resolved one: ZMQ cannot unbind a wildcard) and wait until ZMQ's I/O
+ * thread has closed the listening socket, so a service restarted in this process can bind the
+ * port at once. Neither close() nor an awaited unbind() does that: both only ask the I/O thread,
+ * and on a loaded machine a bind right after failed with EADDRINUSE 3-8 times in 100. The socket's monitor
+ * reports the listener's close (`close` with its address); past the timeout we log and go on.
+ */
+async function unbindReleased(sock: zmq.Publisher, endpoint: string, logger: Logger): Promise<void> {
+  let done!: () => void;
+  const closed = new Promise<void>((resolve) => { done = resolve; });
+  const onClose = (e: { address: string }): void => { if (e.address === endpoint) done(); };
+  sock.events.on('close', onClose);
+  const timer = setTimeout(() => {
+    logger.warn({ endpoint, timeoutMs: UNBIND_CLOSE_TIMEOUT_MS }, 'replica sync port not reported closed after unbind; it may stay bound briefly');
+    done();
+  }, UNBIND_CLOSE_TIMEOUT_MS);
+  try {
+    await sock.unbind(endpoint);
+    await closed;
+  } catch {
+    // nothing bound there any more (or the socket is closing): nothing to wait for
+  } finally {
+    clearTimeout(timer);
+    sock.events.off('close', onClose);
   }
 }

@@ -109,8 +109,12 @@ test('receive rules: an unknown partition, block-size mismatch or unregistered w
 
 test('shutdown releases the replica port', async () => {
   const p = await reservedPort();
-  const a = await new SelectionServiceBuilder(cfg).replicaSync(p).build();
-  await a.shutdown();
+  // ZMQ closes a listener on its I/O thread after close()/unbind() return; shutdown waits for it.
+  // Without that wait 3-8 rebinds in 100 failed with EADDRINUSE on a loaded machine (CI saw one).
+  for (let i = 0; i < 50; i++) {
+    const a = await new SelectionServiceBuilder(cfg).replicaSync(p).build();
+    await a.shutdown();
+  }
   const again = await new SelectionServiceBuilder(cfg).replicaSync(p).build();
   await again.shutdown();
   await assert.rejects(new SelectionServiceBuilder(cfg).replicaSync(0).build(), /replica-sync-port/);

@@ -17,6 +17,7 @@ import { ActiveBlocks } from './active-blocks.js';
 import { TtftModel, outputTokensFromBlocks, type RankState } from './ttft-model.js';
 import { rankKeyOf as rankKey, type WorkerRank } from '../index/slots.js';
 import type { Clock, Rng } from '../random.js';
+import { Waiting, type Waiter } from './waiting.js';
 
 export interface LoadsOptions {
   blockSize: number;
@@ -56,16 +57,13 @@ export interface BookingSnapshot {
   loraName?: string;
 }
 
-/** Time constant of a rank's busy fraction, seconds. */
-export const BUSY_WINDOW_SECS = 10;
-
 /** What a prefill completion reports (see {@link ActiveLoads.prefillComplete}). */
 export interface PrefillDone { uncachedTokens: number; bookedAt: number }
 
 /** The current load of one rank (no prompt). */
 export interface RankLoad { activePrefillTokens: number; activeDecodeBlocks: number; activeRequests: number }
 
-interface Booking {
+interface Booking extends Waiter {
   readonly id: string;
   readonly row: number;
   /** Prompt then output hashes, as word pairs (output blocks appended). */
@@ -84,7 +82,6 @@ interface Booking {
   readonly state: RankState;
   /** Whether prefill_complete came (the first token), whatever the tokens tracked. */
   firstToken: boolean;
-  readonly admittedAt: number;
   readonly expectedOutputTokens?: number;
   readonly loraName?: string;
 }
@@ -102,24 +99,14 @@ export class ActiveLoads {
   private rowRank: number[] = [];
   private rowKey: string[] = [];
   private rowRequests: (Map<string, Booking> | null)[] = [];
-  /** Per row: live bookings in admission order that may still await their first token (the front is pruned lazily). */
-  private rowPending: Booking[][] = [];
   private freeRows: number[] = [];
   private cap = 0;
   /** Per row: active prefill tokens. */
   prefill: Float64Array = new Float64Array(0);
   /** Per row: live bookings. */
   requests: Int32Array = new Int32Array(0);
-  /**
-   * Per row: live bookings whose `prefill_complete` has not been reported yet (queued at the
-   * engine or in their prefill), whatever their prefill tokens: the closest the service sees to
-   * an engine's waiting queue (the `llmd` policy's queue, the busy fraction of `ttft`).
-   */
-  pending: Int32Array = new Int32Array(0);
-  /** Per row: the fraction of recent time some booking waited for its first token (decayed, see {@link busyFraction}). */
-  private busyFrac: Float64Array = new Float64Array(0);
-  /** Per row: when {@link busyFrac} was last brought up to date (ms). */
-  private busyAt: Float64Array = new Float64Array(0);
+  /** Per row: the live bookings whose `prefill_complete` has not come yet (count, oldest, busy fraction). */
+  readonly waiting = new Waiting();
   /** Per row: context tokens the live bookings hold (prompt + output, not deduplicated: each decode reads its own). */
   context: Float64Array = new Float64Array(0);
   /** Per row: bumped each time the row is given to a rank. */
@@ -145,19 +132,15 @@ export class ActiveLoads {
       this.rowWorker.push(workerId);
       this.rowRank.push(dpRank);
       this.rowRequests.push(null);
-      this.rowPending.push([]);
     }
     this.rowKey[row] = k;
     this.rowWorker[row] = workerId;
     this.rowRank[row] = dpRank;
     this.rowRequests[row] = new Map();
-    this.rowPending[row] = [];
     this.prefill[row] = 0;
     this.requests[row] = 0;
-    this.pending[row] = 0;
+    this.waiting.reset(row, this.o.clock.now());
     this.context[row] = 0;
-    this.busyFrac[row] = 0;
-    this.busyAt[row] = this.o.clock.now();
     this.gen[row]++;
     this.blocks.resetRow(row);
     this.rows.set(k, row);
@@ -168,22 +151,16 @@ export class ActiveLoads {
     if (rows <= this.cap) return;
     let cap = Math.max(16, this.cap);
     while (cap < rows) cap *= 2;
-    const p = new Float64Array(cap), r = new Int32Array(cap), g = new Uint32Array(cap), w = new Int32Array(cap), c = new Float64Array(cap);
+    const p = new Float64Array(cap), r = new Int32Array(cap), g = new Uint32Array(cap), c = new Float64Array(cap);
     p.set(this.prefill);
     r.set(this.requests);
     g.set(this.gen);
-    w.set(this.pending);
     c.set(this.context);
-    const bf = new Float64Array(cap), ba = new Float64Array(cap);
-    bf.set(this.busyFrac);
-    ba.set(this.busyAt);
-    this.busyFrac = bf;
-    this.busyAt = ba;
     this.prefill = p;
     this.requests = r;
     this.gen = g;
-    this.pending = w;
     this.context = c;
+    this.waiting.grow(cap);
     this.cap = cap;
     this.blocks.ensureRows(cap);
   }
@@ -201,10 +178,9 @@ export class ActiveLoads {
     }
     this.blocks.resetRow(row);
     this.rowRequests[row] = null;
-    this.rowPending[row] = [];
     this.prefill[row] = 0;
     this.requests[row] = 0;
-    this.pending[row] = 0;
+    this.waiting.reset(row, this.o.clock.now());
     this.context[row] = 0;
     this.rows.delete(k);
     this.freeRows.push(row);
@@ -274,18 +250,16 @@ export class ActiveLoads {
       prefillTokens: uncached, requests: this.requests[row], contextTokens: this.context[row],
       stepTokens: input.stepTokens ?? 0, slots: input.slots ?? 0,
     };
-    state.prefillTokens += this.ttftModel.remainingPrefill(this.rowKey[row], this.prefill[row], this.pendingSecs(row, now), state);
+    state.prefillTokens += this.ttftModel.remainingPrefill(this.rowKey[row], this.prefill[row], this.waiting.oldestSecs(row, now), state);
     const b: Booking = {
       id, row, words, nBlocks: n, promptBlocks: n, prefillTokens: prefill, prefillDone: prefill === 0, uncachedTokens: uncached,
-      contextTokens: context, islTokens: context, state, firstToken: false,
+      contextTokens: context, islTokens: context, state, firstToken: false, waiting: false,
       admittedAt: input.admittedAt ?? now, expectedOutputTokens: input.expectedOutputTokens, loraName: input.loraName,
     };
     this.prefill[row] += prefill;
     (this.rowRequests[row] as Map<string, Booking>).set(id, b);
-    this.rowPending[row].push(b);
     this.requests[row]++;
-    this.settleBusy(row, now);
-    this.pending[row]++;
+    this.waiting.add(row, b, now);
     this.context[row] += context;
     this.byId.set(id, b);
     return true;
@@ -305,8 +279,7 @@ export class ActiveLoads {
       b.prefillDone = true;
     }
     if (!b.firstToken) {
-      this.settleBusy(b.row, now);
-      this.pending[b.row]--;
+      this.waiting.done(b.row, b, now);
       b.firstToken = true;
       this.ttftModel.observe(this.rowKey[b.row], b.state, (now - b.admittedAt) / 1000);
     }
@@ -351,7 +324,7 @@ export class ActiveLoads {
     if (!b) return false;
     const row = b.row;
     if (!b.prefillDone) this.prefill[row] -= b.prefillTokens;
-    if (!b.firstToken) { this.settleBusy(row, this.o.clock.now()); this.pending[row]--; }
+    this.waiting.done(row, b, this.o.clock.now());
     this.context[row] -= b.contextTokens;
     // a booking freed before its first token generated nothing to learn from
     if (b.firstToken) this.ttftModel.observeOutput(outputTokensFromBlocks(b.islTokens, b.nBlocks - b.promptBlocks, this.o.blockSize));
@@ -370,34 +343,6 @@ export class ActiveLoads {
     for (const b of this.byId.values()) if (b.admittedAt < limit) out.push(b.id);
     for (const id of out) this.free(id);
     return out;
-  }
-
-  /**
-   * Seconds the oldest live booking on a row that awaits its first token has waited at `now` (0
-   * when none does): how long the rank has been working through the prefill now booked on it.
-   */
-  pendingSecs(row: number, now: number): number {
-    const q = this.rowPending[row];
-    let k = 0;
-    while (k < q.length && (q[k].firstToken || this.byId.get(q[k].id) !== q[k])) k++;
-    if (k > 0) q.splice(0, k); // each booking leaves the front once
-    return q.length > 0 ? Math.max(0, now - q[0].admittedAt) / 1000 : 0;
-  }
-
-  /**
-   * The fraction of the last ~{@link BUSY_WINDOW_SECS} seconds during which some booking on the
-   * row waited for its first token (time-decayed): how busy the rank's admission is, whatever
-   * holds it (prefill work, or no free slot for another running request).
-   */
-  busyFraction(row: number, now: number): number {
-    const keep = Math.exp(-Math.max(0, now - this.busyAt[row]) / 1000 / BUSY_WINDOW_SECS);
-    return this.busyFrac[row] * keep + (this.pending[row] > 0 ? 1 - keep : 0);
-  }
-
-  /** Brings a row's busy fraction up to `now`, before its waiting count changes. */
-  private settleBusy(row: number, now: number): void {
-    this.busyFrac[row] = this.busyFraction(row, now);
-    this.busyAt[row] = now;
   }
 
   /** Current load of a rank (zero for an unknown rank). */

@@ -200,11 +200,11 @@ export class Scheduler {
       sharedBeyondDeviceBlocks: 0, cachedTokens: S.cached[row],
       hasLoad: true, activePrefillTokens: loads.prefill[row],
       potentialDecodeBlocks: loads.decodeOf(row) + Math.max(0, prompt.nBlocks - S.depth[row]),
-      activeRequests: loads.requests[row], prefillPendingRequests: loads.pending[row],
+      activeRequests: loads.requests[row], prefillPendingRequests: loads.waiting.count[row],
       totalKvBlocks: w.total_kv_blocks ?? null, maxNumBatchedTokens: w.max_num_batched_tokens ?? null,
       contextTokens: loads.context[row], activeOverlapBlocks: S.depth[row],
-      maxNumSeqs: w.max_num_seqs ?? null, busyFraction: loads.busyFraction(row, this.s.clock.now()),
-      pendingSecs: loads.pendingSecs(row, this.s.clock.now()),
+      maxNumSeqs: w.max_num_seqs ?? null, busyFraction: loads.waiting.busyFraction(row, this.s.clock.now()),
+      pendingSecs: loads.waiting.oldestSecs(row, this.s.clock.now()),
     };
   }
 

@@ -112,23 +112,23 @@ test('loads: per rank the bookings awaiting their first token, their context, th
   const row = l.rowOf(1n, 0), seq = new Uint32Array(8);
   l.book('a', 1n, 0, { seq, nBlocks: 2, trackPrefillTokens: true, prefillTokens: 1000, islTokens: 1000 });
   l.book('b', 1n, 0, { seq, nBlocks: 2, trackPrefillTokens: false, prefillTokens: 0, islTokens: 500 }); // fully cached
-  assert.deepEqual([l.pending[row], l.context[row]], [2, 1500]);
+  assert.deepEqual([l.waiting.count[row], l.context[row]], [2, 1500]);
   clock.advance(2000);
-  assert.equal(l.pendingSecs(row, clock.now()), 2);
-  close(l.busyFraction(row, clock.now()), 1 - Math.exp(-2 / 10), 1e-9, 'busy for 2 s of a 10 s window');
+  assert.equal(l.waiting.oldestSecs(row, clock.now()), 2);
+  close(l.waiting.busyFraction(row, clock.now()), 1 - Math.exp(-2 / 10), 1e-9, 'busy for 2 s of a 10 s window');
   l.prefillComplete('a');
   l.prefillComplete('a'); // repeated: once
   l.prefillComplete('b'); // no prefill tokens, but its first token still says how long it waited
   assert.equal(l.ttftModel.samples, 2);
-  assert.equal(l.pending[row], 0);
-  assert.equal(l.pendingSecs(row, clock.now()), 0);
+  assert.equal(l.waiting.count[row], 0);
+  assert.equal(l.waiting.oldestSecs(row, clock.now()), 0);
   l.addOutputBlock('a');
   assert.equal(l.context[row], 1516);
   clock.advance(10_000);
-  assert.ok(l.busyFraction(row, clock.now()) < 0.1, 'idle since: the fraction decays');
+  assert.ok(l.waiting.busyFraction(row, clock.now()) < 0.1, 'idle since: the fraction decays');
   l.free('a');
   l.free('b');
-  assert.deepEqual([l.pending[row], l.context[row], l.requests[row]], [0, 0, 0]);
+  assert.deepEqual([l.waiting.count[row], l.context[row], l.requests[row]], [0, 0, 0]);
   // a: 1,000 tokens leave 8 of the last 16-token block, one block opened: 9-24 tokens, 16;
   // b: 500 leave 12, none opened: 1-12 tokens, 6 (decayed mean of the two)
   close(l.ttftModel.meanOutputTokens, 11, 0.01, 'a freed with one block of output, b with none');

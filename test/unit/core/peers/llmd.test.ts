@@ -135,18 +135,18 @@ test('pending prefills per rank: booked until prefill_complete (once), freed, or
   const input = { seq: new Uint32Array(8), nBlocks: 0, trackPrefillTokens: true, prefillTokens: 100, islTokens: 100 };
   l.book('a', 1n, 0, input);
   l.book('b', 1n, 0, { ...input, trackPrefillTokens: false, prefillTokens: 0 }); // no prefill tokens booked: still waiting
-  assert.equal(l.pending[row], 2);
+  assert.equal(l.waiting.count[row], 2);
   l.prefillComplete('a');
   l.prefillComplete('a');
-  assert.equal(l.pending[row], 1, 'a repeated prefill_complete counts once');
+  assert.equal(l.waiting.count[row], 1, 'a repeated prefill_complete counts once');
   l.free('a');
-  assert.equal(l.pending[row], 1, 'freeing a request past its prefill leaves the count');
+  assert.equal(l.waiting.count[row], 1, 'freeing a request past its prefill leaves the count');
   l.free('b');
-  assert.equal(l.pending[row], 0, 'freeing one before its prefill completed removes it');
+  assert.equal(l.waiting.count[row], 0, 'freeing one before its prefill completed removes it');
   l.book('c', 1n, 0, input);
   l.removeRank(1n, 0);
   l.addRank(1n, 0);
-  assert.equal(l.pending[l.rowOf(1n, 0)], 0);
+  assert.equal(l.waiting.count[l.rowOf(1n, 0)], 0);
 });
 
 test('simulator: llmd (and v0.8.0\'s normalisation) runs a trace to the end and uses the cache', async () => {

@@ -50,15 +50,22 @@ class BackToBackTest(unittest.TestCase):
         """12 calls of one prompt in a row, 20 times: a call's free is in the service before the next
         call's selection, so the replica holding the prompt is idle again and wins every time."""
         h = deploy("repeat", SERVICE_URL, 3)
-        before = fallbacks(router_of("repeat"))  # the warm-up call carries no token ids
+        router = router_of("repeat")
+        before = fallbacks(router)  # the warm-up call carries no token ids
         switched = {}
         for run in range(20):
             prompt = toks(3000 + run, 256)
+            counters = router.stats()
             uids = [h.remote("p", request_token_ids=prompt).result(timeout_s=60) for _ in range(12)]
             if len(set(uids)) != 1:
-                switched[run] = "".join(chr(65 + sorted(set(uids)).index(u)) for u in uids)
-        self.assertEqual(switched, {}, "runs whose repeats switched replicas (A, B, C: replicas in the run)")
-        self.assertEqual(fallbacks(router_of("repeat")), before)
+                # what the router counted during the run (moves: Serve sent it elsewhere than the
+                # service chose; fallback_*: the service did not answer in time) tells the cause
+                moved = {k: v - counters.get(k, 0) for k, v in router.stats().items()
+                         if isinstance(v, int) and not isinstance(v, bool) and v != counters.get(k, 0)}
+                switched[run] = ("".join(chr(65 + sorted(set(uids)).index(u)) for u in uids), moved)
+        self.assertEqual(switched, {}, "runs whose repeats switched replicas (A, B, C: replicas in the run), "
+                         "with the router's counters that moved during the run")
+        self.assertEqual(fallbacks(router), before)
         wait_for("every booking to be freed", lambda: not any(active_by_worker(SERVICE_URL, "repeat").values()))
 
 

@@ -69,6 +69,35 @@ class BackToBackTest(unittest.TestCase):
         wait_for("every booking to be freed", lambda: not any(active_by_worker(SERVICE_URL, "repeat").values()))
 
 
+class FreeSentAloneTest(unittest.TestCase):
+    def test_the_next_selection_goes_out_behind_it(self) -> None:
+        """A call's free goes out on its own when its 2 ms pass before the next call reaches the router
+        (a starved machine); the next call's selection then comes while that DELETE is unanswered on
+        another connection. It waits for it: the replica holding the prompt is idle again and wins
+        every repeat (before, the selection overtook the free and the three replicas tied)."""
+        deploy("alone", SERVICE_URL, 3)
+        router = router_of("alone")
+        wait_for("3 workers", lambda: len(registered(SERVICE_URL, "alone")) == 3)
+        before, fell_back = router.stats(), fallbacks(router)
+
+        async def scenario() -> List[str]:
+            chosen = []
+            for _ in range(12):
+                pr = pending("alone", toks(7000, 256))
+                replica = (await router.choose_replicas(router._replicas_list, pr))[0][0]
+                router._sent(pr, replica.replica_id)
+                router.on_request_completed(replica.replica_id, pr.metadata.internal_request_id)
+                router._flush_frees()  # what the timer does when no selection came within 2 ms
+                chosen.append(replica.replica_id.unique_id)
+            return chosen
+        chosen = on_loop(router, scenario)
+        stats = router.stats()
+        self.assertEqual(len(set(chosen)), 1, chosen)
+        self.assertEqual(stats.get("waited_for_frees", 0) - before.get("waited_for_frees", 0), 11, stats)
+        self.assertEqual(fallbacks(router), fell_back)
+        wait_for("every booking to be freed", lambda: not any(active_by_worker(SERVICE_URL, "alone").values()))
+
+
 class RetryTest(unittest.TestCase):
     """A request Serve routes again after a replica rejected it keeps one booking of its own."""
 

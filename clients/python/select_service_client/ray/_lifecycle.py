@@ -17,7 +17,7 @@ _FREE_DELAY_S = 0.002
 
 class BookingLifecycle:
     """Needs from the router: settings, _client, _bookings, _availability, _registry, counters,
-    _m_expired, _partition, _dp_rank, _unfreed, _to_free, _late, _freeing, _sweeper, _event_loop, _tasks."""
+    _m_expired, _partition, _dp_rank, _unfreed, _to_free, _late, _freeing, _frees_out, _sweeper, _event_loop, _tasks."""
 
     settings: Any
     _client: Any
@@ -32,6 +32,7 @@ class BookingLifecycle:
     _to_free: List[Booking]
     _late: Dict[str, asyncio.TimerHandle]
     _freeing: Dict[str, "asyncio.Future[None]"]
+    _frees_out: Set["asyncio.Future[None]"]
     _tasks: Set["asyncio.Task[Any]"]
     _event_loop: asyncio.AbstractEventLoop
 
@@ -85,8 +86,19 @@ class BookingLifecycle:
             self.counters["waited_for_own_free"] += 1
             await asyncio.wait({fut}, timeout=max(deadline - time.monotonic(), 0.0))
 
+    async def _after_frees_out(self, deadline: float) -> None:
+        """Waits for the frees sent on their own connection and not answered yet (``_FREE_DELAY_S``
+        passed with no selection to carry them; a late free): they were decided before this
+        selection, which must not overtake them on another connection (a replica the service still
+        counts busy would lose a back-to-back repeat of its prompt). For half the time left at most:
+        a slow free costs the selection some accuracy, never its answer."""
+        self.counters["waited_for_frees"] += 1
+        await asyncio.wait(set(self._frees_out), timeout=max((deadline - time.monotonic()) / 2, 0.0))
+
     def _spawn_frees(self, sids: List[str]) -> None:
         fut = self._track_frees(sids)
+        self._frees_out.add(fut)
+        fut.add_done_callback(self._frees_out.discard)
         self._spawn(self._send_frees(sids)).add_done_callback(lambda _: self._untrack_frees(sids, fut))
 
     def _spawn_delete(self, sid: str, booking: Optional[Booking] = None) -> None:

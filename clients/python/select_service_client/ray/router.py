@@ -74,6 +74,7 @@ class SelectServiceRouter(BookingLifecycle, RequestRouter):
         self._to_free: List[Booking] = []
         self._late: Dict[str, asyncio.TimerHandle] = {}
         self._freeing: Dict[str, "asyncio.Future[None]"] = {}
+        self._frees_out: Set["asyncio.Future[None]"] = set()
         self._delivered: Deque[Booking] = deque()
         self._early: "Counter[Tuple[ReplicaID, str]]" = Counter()
         self._last_reregister_log = -1e9
@@ -187,6 +188,8 @@ class SelectServiceRouter(BookingLifecycle, RequestRouter):
         before it selects, and a retry of a request finds its previous booking of the same id gone).
         The answer, or the reason to fall back. A 503 saying no worker is registered (the service
         restarted) registers the replicas and tries once more before ``deadline``."""
+        if self._frees_out:  # frees already sent on their own: this selection goes out behind them
+            await self._after_frees_out(deadline)
         frees = (self._take_frees() if self._to_free else []) + self._late_free_of(sid)
         if sid in frees:  # a retry that frees its previous booking of this id: answered before it books
             self._spawn_frees(frees)

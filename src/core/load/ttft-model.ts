@@ -20,7 +20,7 @@
  * of an 8B-class model on a current GPU (20,000 prefill tokens/s, 10 ms steps, 5 ms per step per
  * 100,000 context tokens) with a standard deviation twice each value. A rank of other hardware is
  * slower or faster in all of them at once: a per-rank factor (its observed over predicted times,
- * believed only beyond two standard errors) carries that.
+ * believed only beyond {@link RANK_FACTOR_SE} standard errors) carries that.
  *
  * Isomorphic, no allocation per observation; times in seconds.
  */
@@ -37,6 +37,13 @@ export const TTFT_FIT_FORGET = 1 - 1 / 500;
 const RANK_DECAY = 1 - 1 / 32;
 /** Observed-equals-predicted seconds the rank factor starts from (its prior weight). */
 const RANK_PRIOR_SECONDS = 0.25;
+/**
+ * Standard errors a rank's observed over predicted times must stand from 1 before the rank keeps a
+ * factor (and by which the factor is moved toward 1). Every rank is tested at once: at two, one
+ * in twenty of a fleet's equal ranks would carry a factor by chance at any moment (three on 64
+ * ranks); at three, one in 370. The `ttft` policy's `factor_se` sets it per partition.
+ */
+export const RANK_FACTOR_SE = 3;
 /** Predictions below this are weighed as this in the fit (one fast engine step). */
 const MIN_PREDICTION_SECS = 0.005;
 /** The step budget assumed for a rank whose record has no `max_num_batched_tokens` (vLLM's default). */
@@ -97,6 +104,8 @@ export class TtftModel {
   private readonly outputs = { sum: 0, weight: 0 };
   /** Completions fitted so far. */
   samples = 0;
+  /** Standard errors a rank's factor must stand from 1 before it is believed ({@link RANK_FACTOR_SE}). */
+  factorSe = RANK_FACTOR_SE;
 
   constructor() {
     for (let i = 0; i < K; i++) this.p[i * K + i] = this.priorVar[i];
@@ -162,7 +171,7 @@ export class TtftModel {
 
   /**
    * The rank's speed factor: its observed over predicted times (a ratio estimator over decayed
-   * sums), moved toward 1 by two standard errors and no further. Ranks of one kind differ by
+   * sums), moved toward 1 by {@link factorSe} standard errors and no further. Ranks of one kind differ by
    * their request mix and the fit's misfit alone; only a rank clearly slower or faster than the
    * fit keeps a factor (other hardware, another model size).
    */
@@ -171,7 +180,7 @@ export class TtftModel {
     if (!f || !(f.predicted > 0)) return 1;
     const r = (f.observed + RANK_PRIOR_SECONDS) / (f.predicted + RANK_PRIOR_SECONDS);
     const se = Math.sqrt(Math.max(0, f.oo - 2 * r * f.op + r * r * f.pp)) / f.predicted;
-    const d = r - 1, slack = 2 * se;
+    const d = r - 1, slack = this.factorSe * se;
     return Math.abs(d) <= slack ? 1 : r - Math.sign(d) * slack;
   }
 

@@ -13,6 +13,8 @@ export const TTFT_DEFAULTS = Object.freeze({
   evict_weight: 0.5,
   tie_tolerance: 0.15,
   spread_secs: 45,
+  // load/ttft-model.ts RANK_FACTOR_SE (no imports here)
+  factor_se: 3,
 });
 export type TtftParams = { -readonly [K in keyof typeof TTFT_DEFAULTS]: number };
 

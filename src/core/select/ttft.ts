@@ -124,6 +124,9 @@ export function createTtftPolicy(partition: PolicyPartition, params: Readonly<Re
     requiredWorkerInputs: () => WorkerInputs.CACHE | WorkerInputs.LOAD,
     score(ctx, cands, out) {
       const model = inputs.model(), isl = ctx.promptTokens(), n = cands.length, now = inputs.clock.now();
+      // the partition's model believes a rank's factor beyond this policy's factor_se (the
+      // partition is not built yet when the policy is)
+      model.factorSe = p.factor_se;
       const osl = ctx.expectedOutputTokens() ?? model.meanOutputTokens;
       const outBlocks = Math.ceil(osl / bs);
       if (unc.length < n) { unc = new Float64Array(2 * n); step = new Float64Array(2 * n); }

@@ -14,7 +14,7 @@ test('routing-policy syntax, and the configuration names the variable or flag on
   assert.throws(() => parseRoutingPolicy('fast'), new RegExp(`unknown routing policy "fast" \\(known: ${ROUTING_POLICIES.join(', ')}\\)`));
   assert.throws(() => parseRoutingPolicy('ttft:evict_weight=-1'), /"evict_weight" must be a finite number >= 0 \(got -1\)/);
   assert.throws(() => parseRoutingPolicy('ttft:evict_weight'), /"evict_weight" must be a finite number/);
-  assert.throws(() => parseRoutingPolicy('ttft:x=1'), /ttft: unknown parameter "x" \(known: delay_weight, evict_weight, tie_tolerance, spread_secs\)/);
+  assert.throws(() => parseRoutingPolicy('ttft:x=1'), /ttft: unknown parameter "x" \(known: delay_weight, evict_weight, tie_tolerance, spread_secs, factor_se\)/);
   assert.throws(() => parseRoutingPolicy('kv:x=1'), /kv takes no parameters/);
   assert.equal(parseRouterConfig({}).routingPolicy, null);
   assert.equal(parseRouterConfig({ SELECT_SERVICE_ROUTING_POLICY: 'ttft' }).routingPolicy, 'ttft');

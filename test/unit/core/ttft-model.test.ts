@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TtftModel, DEFAULT_STEP_TOKENS, outputTokensFromBlocks, type RankState } from '../../../src/core/load/ttft-model.js';
+import { TtftModel, DEFAULT_STEP_TOKENS, RANK_FACTOR_SE, outputTokensFromBlocks, type RankState } from '../../../src/core/load/ttft-model.js';
 import { ActiveLoads } from '../../../src/core/load/loads.js';
 import { seededRng } from '../../../src/core/random.js';
 import { ManualClock } from './core-helpers.js';
@@ -62,6 +62,21 @@ test('a rank twice as slow gets a factor near 2; ranks alike keep 1', () => {
   for (const k of ['0:0', '1:0', '2:0']) assert.ok(m.rankFactor(k) < 1.2, `${k}: ${m.rankFactor(k)}`);
   assert.ok(m.rankFactor('3:0') > 1.5, `slow rank: ${m.rankFactor('3:0')}`);
   assert.equal(m.rankFactor('9:0'), 1, 'a rank never observed');
+});
+
+test('a rank\'s factor is moved toward 1 by factorSe standard errors: none gives the measured ratio, more believe less', () => {
+  const all = states(600, 5);
+  const factor = (se: number): number => {
+    const m = new TtftModel();
+    m.factorSe = se;
+    all.forEach((s, i) => m.observe(`${i % 2}:0`, s, law(s, i % 2 === 1 ? 1.6 : 1) * (1 + 0.1 * Math.sin(i))));
+    return m.rankFactor('1:0');
+  };
+  assert.equal(new TtftModel().factorSe, RANK_FACTOR_SE);
+  const [raw, two, three] = [factor(0), factor(2), factor(3)];
+  assert.ok(raw > three && two > three && three > 1, `0 SE ${raw}, 2 SE ${two}, 3 SE ${three}`);
+  close(raw - three, 1.5 * (raw - two), 1e-9, 'the slack grows with factorSe');
+  assert.equal(factor(1000), 1, 'never believed');
 });
 
 test('output tokens from the blocks a booking\'s output opened (Dynamo\'s rule): the middle of their range, unbiased', () => {

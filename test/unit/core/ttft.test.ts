@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTtftPolicy } from '../../../src/core/select/ttft.js';
-import { TtftModel, type RankState } from '../../../src/core/load/ttft-model.js';
+import { TtftModel, RANK_FACTOR_SE, type RankState } from '../../../src/core/load/ttft-model.js';
 import { runPolicy, selectionContext, type CandidateView } from '../../../src/core/select/policy.js';
 import { TTFT_DEFAULTS } from '../../../src/core/select/routing-policy.js';
 import { seededRng } from '../../../src/core/random.js';
@@ -51,6 +51,18 @@ test('without arrivals or capacity the cost is the predicted time to first token
   assert.equal(c, model.predict('3:0', state({ prefillTokens: 3400, contextTokens: 200_000 })));
   assert.ok(a < b, 'its cached prefix makes a rank faster');
   assert.ok(c > b, 'a queue and heavy decodes make a cached rank slower than an idle one');
+});
+
+test('factor_se sets how many standard errors the partition\'s model needs before it believes a rank\'s factor', () => {
+  assert.equal(TTFT_DEFAULTS.factor_se, RANK_FACTOR_SE, 'the policy\'s default is the model\'s');
+  const scored = (params: Record<string, number>): number => {
+    const { model, costs } = setup(params);
+    model.factorSe = 99;
+    costs([rank(1), rank(2)]);
+    return model.factorSe;
+  };
+  assert.equal(scored({}), TTFT_DEFAULTS.factor_se);
+  assert.equal(scored({ factor_se: 1.5 }), 1.5);
 });
 
 test('delay: arrivals at the rank wait for the request\'s work, through the busy period, and see two longer steps', () => {

@@ -12,11 +12,13 @@
  * loss on the other families, reported on the family left out; and the default, chosen on all.
  *
  *   node build/dist/bench/generalization.bench.js [--jobs 2] [--variants ttft,ttft:evict_weight=0]
- *     [--workloads ...] [--fleets ...] [--loads ...] [--seed 0] [--save grid.json | --from grid.json]
+ *     [--workloads ...] [--fleets ...] [--loads ...] [--seed 0] [--save grid.json | --from grid.json[,more.json]]
  *     [--baseline others.json] [--expected-output trace|none] [--markdown]
  *
  * `--baseline` takes a saved grid of the other policies (run once with `--save`): only the `ttft`
  * variants run then, at its measured saturations (the other policies' runs do not change).
+ * `--from` judges saved grids (`--save`, with every policy's runs) without running anything; several,
+ * comma-separated, are judged as one set of cells (a grid of other fleets or of changed knobs).
  * `--expected-output none`: the simulated clients send no `expected_output_tokens` (the other
  * policies do not read it, so a baseline saved either way serves).
  *
@@ -50,7 +52,8 @@ const key = (c: { workload: string; fleet: string; load: number }): string => `$
  * the variants run, at the baseline's saturations, and join its cells.
  */
 async function grid(): Promise<Cell[]> {
-  if (values.from) return cellsOf(JSON.parse(readFileSync(values.from, 'utf8')) as GridResult);
+  // several saved grids (comma-separated) are judged as one: their cells side by side
+  if (values.from) return values.from.split(',').flatMap((f) => cellsOf(JSON.parse(readFileSync(f, 'utf8')) as GridResult));
   const base = values.baseline ? JSON.parse(readFileSync(values.baseline, 'utf8')) as GridResult : null;
   const g = await runGrid({
     workloads: list(values.workloads, base ? [...new Set(base.cells.map((c) => c.workload))].join(',') : 'system_prompt,multi_turn,agentic,doc_qa,no_reuse,mixed'),
@@ -68,11 +71,17 @@ async function grid(): Promise<Cell[]> {
   return cells.map((c) => {
     const b = others.get(key(c));
     if (!b) throw new Error(`the baseline has no cell ${key(c)}`);
-    return { ...c, runs: new Map([...b.runs].filter(([p]) => !variants.includes(p)).concat([...c.runs])) };
+    return { ...c, runs: new Map([...b.runs].filter(([p]) => isOther(p)).concat([...c.runs])) };
   });
 }
 
 const family = (workload: string): string => workload.split(':')[0];
+/**
+ * The policies a setting is judged against: every run but the `ttft` settings (a baseline saved
+ * with a `ttft` run of its own, or a grid read with `--from` holding settings not listed in
+ * `--variants`, would otherwise have one setting judged against another).
+ */
+const isOther = (policy: string): boolean => !variants.includes(policy) && policy.split(':')[0] !== 'ttft';
 const METRICS = [
   { key: 'p50', of: (m: CellMetrics) => m.ttft_ms.p50 }, { key: 'p90', of: (m: CellMetrics) => m.ttft_ms.p90 },
   { key: 'p99', of: (m: CellMetrics) => m.ttft_ms.p99 }, { key: 'hit', of: (m: CellMetrics) => m.hit_rate, higher: true },
@@ -84,7 +93,7 @@ interface Verdict { ratios: Record<string, number>; missed: string[]; loss: numb
 function judge(cell: Cell, variant: string): Verdict {
   const me = cell.runs.get(variant);
   if (!me) throw new Error(`no run of ${variant} in ${cell.workload} ${cell.fleet} ${cell.load}`);
-  const others = [...cell.runs].filter(([k]) => !variants.includes(k)).map(([, m]) => m);
+  const others = [...cell.runs].filter(([k]) => isOther(k)).map(([, m]) => m);
   const ratios: Record<string, number> = {}, missed: string[] = [];
   let loss = 0;
   if (cell.load <= 1) {
@@ -145,7 +154,7 @@ function standing(v: string): string {
   const logs = { p90: 0, p99: 0, mean: 0 };
   for (const c of under) {
     const me = c.runs.get(v) as CellMetrics, kv = c.runs.get('kv') as CellMetrics;
-    const others = [...c.runs].filter(([k]) => !variants.includes(k)).map(([, m]) => m);
+    const others = [...c.runs].filter(([k]) => isOther(k)).map(([, m]) => m);
     for (const k of stats) if (me.ttft_ms[k] <= Math.min(...others.map((m) => m.ttft_ms[k]))) lowest[k]++;
     if (me.ttft_ms.mean <= 1.01 * Math.min(...others.map((m) => m.ttft_ms.mean))) nearMean++;
     for (const k of ['p90', 'p99', 'mean'] as const) logs[k] += Math.log(me.ttft_ms[k] / kv.ttft_ms[k]);

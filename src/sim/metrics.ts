@@ -41,7 +41,8 @@ export interface PolicyMetrics {
   utilization: number;
   /** KV events the index applied differently from the engine's own view (0 = consistent). */
   index_mismatches: number;
-  per_rank: { worker_id: number; dp_rank: number; requests: number; hit_rate: number }[];
+  /** Per rank: requests prefilled there, their hit rate and their TTFT (ms). */
+  per_rank: { worker_id: number; dp_rank: number; requests: number; hit_rate: number; ttft_ms: Percentiles }[];
   /**
    * Samples: time, the hit rate over the last {@link HIT_RATE_WINDOW} sample intervals (null
    * before any prefill), and each rank's active tokens (`active_tokens[rank][sample]`).
@@ -80,7 +81,7 @@ export class MetricsRecorder {
   private first = Infinity;
   private last = 0;
   private readonly totals = { input: 0, cached: 0, output: 0, blocks: 0, cachedBlocks: 0 };
-  private readonly rankStats: { requests: number; input: number; cached: number }[];
+  private readonly rankStats: { requests: number; input: number; cached: number; ttft: number[] }[];
   private window = { input: 0, cached: 0 };
   /** Per-sample window sums, for the rolling hit rate. */
   private readonly windows: { input: number; cached: number }[] = [];
@@ -92,7 +93,7 @@ export class MetricsRecorder {
     this.e2e = new Float64Array(requests);
     this.wait = new Float64Array(requests);
     this.routerWait = new Float64Array(requests);
-    this.rankStats = ranks.map(() => ({ requests: 0, input: 0, cached: 0 }));
+    this.rankStats = ranks.map(() => ({ requests: 0, input: 0, cached: 0, ttft: [] }));
     this.series = { t_s: [], hit_rate: [], active_tokens: ranks.map(() => []) };
   }
 
@@ -102,6 +103,7 @@ export class MetricsRecorder {
     this.window.cached += r.cachedTokens;
     const s = this.rankStats[rank];
     s.requests++; s.input += r.isl; s.cached += r.cachedTokens;
+    s.ttft.push(r.prefillEnd - r.arrival);
   }
 
   /** A request finished. */
@@ -159,6 +161,7 @@ export class MetricsRecorder {
       per_rank: this.ranks.map((r, i) => ({
         worker_id: Number(r.workerId), dp_rank: r.dpRank, requests: this.rankStats[i].requests,
         hit_rate: this.rankStats[i].input > 0 ? this.rankStats[i].cached / this.rankStats[i].input : 0,
+        ttft_ms: percentiles(Float64Array.from(this.rankStats[i].ttft)),
       })),
       series: this.series,
       ttft_histogram: { edges_ms: [...TTFT_EDGES_MS], counts },

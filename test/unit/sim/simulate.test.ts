@@ -8,6 +8,7 @@ import { simulate } from '../../../src/sim/simulate.js';
 import { parsePolicies } from '../../../src/sim/policies.js';
 import { compileScorer } from '../../../src/sim/custom-scorer.js';
 import type { WorkerScorer } from '../../../src/core/select/policy.js';
+import { namedFleet } from '../../../src/sim/fleet.js';
 import { conversationTrace, traceText } from './sim-helpers.js';
 
 /** Prefix reuse computed from the trace text alone: blocks whose whole prefix was seen before. */
@@ -88,6 +89,25 @@ test('every policy kind runs on dp ranks and smaller blocks, through the custom-
   const custom = by.get('custom')!;
   assert.deepEqual(custom.per_rank.filter((r) => r.requests > 0).map((r) => r.worker_id), [2, 2]);
   assert.ok(by.get('session_affinity:ttl_secs=600')!.hit_rate > by.get('random')!.hit_rate);
+});
+
+test('per rank: TTFT percentiles of the requests prefilled there; on two GPU kinds the slower kind\'s are longer', async () => {
+  const res = await simulate(conversationTrace(600), { fleet: namedFleet('mixed'), seed: 2, policies: 'round_robin' });
+  const p = res.policies[0];
+  assert.equal(p.per_rank.length, 8);
+  let weighted = 0;
+  for (const r of p.per_rank) {
+    assert.ok(r.requests > 0 && r.ttft_ms.p50 > 0 && r.ttft_ms.p50 <= r.ttft_ms.p90 && r.ttft_ms.p90 <= r.ttft_ms.p99, JSON.stringify(r));
+    weighted += r.ttft_ms.mean * r.requests;
+  }
+  // every request counted once, on the rank that prefilled it
+  assert.ok(Math.abs(weighted / p.requests - p.ttft_ms.mean) < 1e-6 * p.ttft_ms.mean, `${weighted / p.requests} vs ${p.ttft_ms.mean}`);
+  // round robin gives both kinds the same traffic: workers 5-8 (A100) take longer than 1-4 (H100)
+  const median = (ws: number[]): number => {
+    const v = p.per_rank.filter((r) => ws.includes(r.worker_id)).map((r) => r.ttft_ms.p50).sort((a, b) => a - b);
+    return (v[1] + v[2]) / 2;
+  };
+  assert.ok(median([5, 6, 7, 8]) > 1.5 * median([1, 2, 3, 4]), `A100 ${median([5, 6, 7, 8])} ms, H100 ${median([1, 2, 3, 4])} ms`);
 });
 
 test('the simulated clients send each request\'s output length as expected_output_tokens, or with expectedOutput none nothing', async () => {

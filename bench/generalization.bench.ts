@@ -16,7 +16,8 @@
  *     [--baseline others.json] [--expected-output trace|none] [--markdown]
  *
  * `--baseline` takes a saved grid of the other policies (run once with `--save`): only the `ttft`
- * variants run then, at its measured saturations (the other policies' runs do not change).
+ * variants run then, at its measured saturations (the other policies' runs do not change); `--save`
+ * then writes the variants' runs beside the baseline's other policies, a grid `--from` judges alone.
  * `--from` judges saved grids (`--save`, with every policy's runs) without running anything; several,
  * comma-separated, are judged as one set of cells (a grid of other fleets or of changed knobs).
  * `--expected-output none`: the simulated clients send no `expected_output_tokens` (the other
@@ -28,16 +29,24 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { runGrid } from '../src/grid-pool.js';
 import { gridJson } from '../src/sim/grid-report.js';
-import type { CellMetrics, GridResult, GridSpec } from '../src/sim/grid.js';
+import { bestOf, type CellMetrics, type GridResult, type GridSpec } from '../src/sim/grid.js';
 
 const OTHERS = 'kv,llmd,sglang_cache_aware,ray_prefix_affinity,session_affinity,least_loaded,round_robin,random';
 const { values } = parseArgs({
   options: {
     jobs: { type: 'string' }, variants: { type: 'string' }, workloads: { type: 'string' }, fleets: { type: 'string' },
     loads: { type: 'string' }, seed: { type: 'string' }, save: { type: 'string' }, from: { type: 'string' }, markdown: { type: 'boolean' },
-    baseline: { type: 'string' }, 'expected-output': { type: 'string' },
+    baseline: { type: 'string' }, 'expected-output': { type: 'string' }, help: { type: 'boolean', short: 'h' },
   },
 });
+if (values.help) {
+  console.log(`usage: node build/dist/bench/generalization.bench.js [--jobs 2] [--variants ttft,ttft:evict_weight=0]
+    [--workloads ...] [--fleets ...] [--loads ...] [--seed 0] [--save grid.json | --from grid.json[,more.json]]
+    [--baseline others.json] [--expected-output trace|none] [--markdown]
+Judges each ttft setting (--variants) against every other policy over a grid of workload families,
+fleets and loads, and chooses among them by leave-one-family-out (docs/policies.md).`);
+  process.exit(0);
+}
 const variants = (values.variants ?? 'ttft').split(',');
 const list = (v: string | undefined, d: string): string[] => (v ?? d).split(',');
 
@@ -64,15 +73,22 @@ async function grid(): Promise<Cell[]> {
     saturations: base ? Object.fromEntries(base.saturations.map((s) => [`${s.workload}@${s.fleet}`, s.saturation])) : undefined,
   }, { jobs: Number(values.jobs ?? 2), onProgress: (p) => process.stderr.write(`\r[${p.done}/${p.total}]`) });
   process.stderr.write('\n');
-  if (values.save) writeFileSync(values.save, `${JSON.stringify(gridJson(g))}\n`);
-  const cells = cellsOf(g);
-  if (!base) return cells;
-  const others = new Map(cellsOf(base).map((c) => [key(c), c]));
-  return cells.map((c) => {
+  const joined = base ? join(base, g) : g;
+  // a grid saved with --baseline holds the baseline's other policies too: --from judges it alone
+  if (values.save) writeFileSync(values.save, `${JSON.stringify(gridJson(joined))}\n`);
+  return cellsOf(joined);
+}
+
+/** The variants' cells (`g`) with the baseline's runs of the other policies beside theirs. */
+function join(base: GridResult, g: GridResult): GridResult {
+  const others = new Map(base.cells.map((c) => [key(c), c]));
+  const cells = g.cells.map((c) => {
     const b = others.get(key(c));
     if (!b) throw new Error(`the baseline has no cell ${key(c)}`);
-    return { ...c, runs: new Map([...b.runs].filter(([p]) => isOther(p)).concat([...c.runs])) };
+    const policies = b.policies.filter((m) => isOther(m.policy)).concat(c.policies);
+    return { ...c, policies, best: bestOf(policies) };
   });
+  return { ...g, spec: { ...g.spec, policies: cells[0]?.policies.map((m) => m.policy).join(',') ?? g.spec.policies }, cells };
 }
 
 const family = (workload: string): string => workload.split(':')[0];
@@ -100,7 +116,9 @@ function judge(cell: Cell, variant: string): Verdict {
     const best = (of: (m: CellMetrics) => number, higher = false): number => (higher ? Math.max : Math.min)(...others.map(of));
     ratios.p50 = me.ttft_ms.p50 / best((m) => m.ttft_ms.p50);
     ratios.p90 = me.ttft_ms.p90 / best((m) => m.ttft_ms.p90);
-    ratios.p99 = me.ttft_ms.p99 / (cell.runs.get('kv') as CellMetrics).ttft_ms.p99;
+    const kv = cell.runs.get('kv');
+    if (!kv) throw new Error(`no run of kv in ${cell.workload} ${cell.fleet} ${cell.load}: judge a grid with every policy's runs`);
+    ratios.p99 = me.ttft_ms.p99 / kv.ttft_ms.p99;
     const bestHit = best((m) => m.hit_rate, true);
     ratios.hit = bestHit > 0 ? me.hit_rate / bestHit : 1; // nothing to hit: met
     const bounds: [string, number, boolean][] = [['p50', 1.02, false], ['p90', 1.02, false], ['p99', 1.05, false], ['hit', 0.9, true]];

@@ -169,7 +169,8 @@ export async function runGridWith(spec: GridSpec, execute: GridExecutor = runInP
   return { spec, saturations: pairs.map((p, k) => ({ ...p, requests: sats[k].requests, saturation: sats[k].saturation })), cells };
 }
 
-function bestOf(ms: readonly CellMetrics[]): Record<string, string[]> {
+/** Per metric of {@link GRID_METRICS}, the policies with the best value among `ms` (ties all). */
+export function bestOf(ms: readonly CellMetrics[]): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   for (const g of GRID_METRICS) {
     const vals = ms.map(g.of);

@@ -1,12 +1,13 @@
 /**
  * The generalization bench's judging (bench/generalization.bench.ts), on saved grids read with
  * `--from`: a setting is judged against the other policies only (never against another `ttft`
- * run the file holds), several files are judged as one set of cells, and a miss is reported.
+ * run the file holds), several files are judged as one set of cells, and a miss is reported; a
+ * setting run against a saved baseline is saved joined to it (judged alone, it judges the same).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,7 +25,7 @@ function judge(t: { after(fn: () => void): void }, files: string[], variants: st
   const dir = mkdtempSync(join(tmpdir(), 'gen-bench-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const paths = files.map((text, i) => { const p = join(dir, `g${i}.json`); writeFileSync(p, text); return p; });
-  return execFileSync(process.execPath, [BENCH, '--from', paths.join(','), '--variants', variants], { encoding: 'utf8' });
+  return execFileSync(process.execPath, [BENCH, '--from', paths.join(','), '--variants', variants], { encoding: 'utf8', stdio: 'pipe' });
 }
 
 test('a setting is judged against the other policies, not against a ttft run the grid also holds', (t) => {
@@ -42,4 +43,32 @@ test('several saved grids are judged as one set of cells; a setting over the bou
   ], 'ttft:factor_se=3');
   assert.match(out, /cells missing a target: held out 1 of 2; default 1 of 2/);
   assert.match(out, /\| no_reuse:input=4096 \| 8x1 \| 0\.6 \| ttft:factor_se=3 \| 1\.050 \| 1\.050 \| 1\.050 \| 1\.00x \| no: p50, p90 \|/);
+});
+
+test('a setting run with --baseline is saved beside the baseline\'s other policies: --from judges that file alone the same', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'gen-bench-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const workload = 'no_reuse:requests=200';
+  const saturation = { requests_per_s: 40, base_rps: 40, saturated: true, passes: [] };
+  // a stale ttft run in the baseline (p50 1 ms): the new run replaces it
+  const base = { spec: {}, saturations: [{ workload, fleet: '8x1', requests: 200, saturation }],
+    cells: [{ workload, fleet: '8x1', load: 0.6, speed: 1, saturation_rps: 40, policies: [run('kv', 1000), run('llmd', 2000), run('ttft', 1)], best: {} }] };
+  const basePath = join(dir, 'base.json'), saved = join(dir, 'joined.json');
+  writeFileSync(basePath, JSON.stringify(base));
+  const ran = execFileSync(process.execPath, [BENCH, '--baseline', basePath, '--variants', 'ttft', '--save', saved, '--jobs', '1'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  const joined = JSON.parse(readFileSync(saved, 'utf8')) as { cells: { policies: { policy: string; requests?: number; ttft_ms: { p50: number } }[]; best: Record<string, string[]> }[] };
+  const runs = joined.cells[0].policies;
+  assert.deepEqual(runs.map((m) => m.policy), ['kv', 'llmd', 'ttft'], 'the baseline\'s other policies, then the setting\'s new run');
+  assert.equal(runs[0].ttft_ms.p50, 1000, 'the baseline\'s run as it was');
+  assert.equal(runs[2].requests, 200, 'a real run of the workload');
+  assert.ok(runs[2].ttft_ms.p50 > 1, 'not the stale run');
+  assert.deepEqual(joined.cells[0].best.ttft_p50, ['ttft'], 'the best of the joined runs');
+  const fromSaved = execFileSync(process.execPath, [BENCH, '--from', saved, '--variants', 'ttft'], { encoding: 'utf8' });
+  assert.equal(fromSaved, ran);
+});
+
+test('--help prints the usage; a grid without kv\'s runs is refused by name', (t) => {
+  assert.match(execFileSync(process.execPath, [BENCH, '--help'], { encoding: 'utf8' }), /^usage: .*generalization\.bench\.js/);
+  assert.throws(() => judge(t, [grid([{ workload: 'doc_qa', policies: [run('llmd', 10), run('ttft', 10)] }])], 'ttft'),
+    (e: Error & { stderr?: string }) => /no run of kv in doc_qa 8x1 0\.6/.test(String(e.stderr)));
 });

@@ -139,6 +139,7 @@ function judge(cell: Cell, variant: string): Verdict {
 }
 
 const lossOf = (cells: Cell[], v: string): number => cells.reduce((s, c) => s + judge(c, v).loss, 0);
+const missesOf = (cells: Cell[], v: string): number => cells.filter((c) => judge(c, v).missed.length > 0).length;
 const choose = (cells: Cell[]): string => variants.reduce((a, b) => (lossOf(cells, b) < lossOf(cells, a) ? b : a));
 
 const cells = await grid();
@@ -188,7 +189,7 @@ const out = [
   standing(all),
   `held out (each family's setting chosen on the others): ${[...heldOut].map(([f, v]) => `${f}: ${v}`).join('; ')}`,
   `cells missing a target: held out ${missedHeld} of ${cells.length}; default ${missedDefault} of ${cells.length}`,
-  `loss per setting on all cells: ${variants.map((v) => `${v} ${lossOf(cells, v).toFixed(3)}`).join('; ')}`,
+  `cells missed and loss per setting on all cells: ${variants.map((v) => `${v} ${missesOf(cells, v)}, ${lossOf(cells, v).toFixed(3)}`).join('; ')}`,
   '',
   ...rows,
 ];

@@ -43,6 +43,8 @@ test('several saved grids are judged as one set of cells; a setting over the bou
   ], 'ttft:factor_se=3');
   assert.match(out, /cells missing a target: held out 1 of 2; default 1 of 2/);
   assert.match(out, /\| no_reuse:input=4096 \| 8x1 \| 0\.6 \| ttft:factor_se=3 \| 1\.050 \| 1\.050 \| 1\.050 \| 1\.00x \| no: p50, p90 \|/);
+  // 2% over on p50 and p90 each: 0.030 + 0.030
+  assert.match(out, /cells missed and loss per setting on all cells: ttft:factor_se=3 1, 0\.060/);
 });
 
 test('a setting run with --baseline is saved beside the baseline\'s other policies: --from judges that file alone the same', (t) => {

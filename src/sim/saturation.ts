@@ -100,7 +100,9 @@ export async function measureSaturation(trace: Trace, fleetIn: Partial<FleetConf
     passes.push({ arrival_rps: arrived / secs, completed_rps: done / secs });
     if (done < KEEPS_UP * arrived) { hi = rate; atHi = done / secs; } else lo = rate;
     if (lo > 0 && hi / lo <= BRACKET) break;
-    rate = hi === Infinity ? 2 * rate : lo === 0 ? Math.min(1.1 * atHi, hi / BRACKET) : Math.sqrt(lo * hi);
+    // nothing completed in the window (a short trace arrives faster than one request takes): the
+    // rate that kept up is unknown, not 0; halve
+    rate = hi === Infinity ? 2 * rate : lo === 0 ? (atHi > 0 ? Math.min(1.1 * atHi, hi / BRACKET) : hi / 2) : Math.sqrt(lo * hi);
   }
   if (hi === Infinity) return { requests_per_s: passes[passes.length - 1].completed_rps, base_rps: base, saturated: false, passes };
   return { requests_per_s: atHi, base_rps: base, saturated: true, passes };

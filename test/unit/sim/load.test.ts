@@ -79,6 +79,17 @@ test('--load: the speed gives an arrival rate of load x the saturation, measured
   await assert.rejects(simulate(trace, { ...o, load: 0 }), /load must be a positive number/);
 });
 
+test('a short trace whose first pass completes nothing in its window: the next pass halves the rate (it measured 0 req/s and failed)', async () => {
+  // 100 requests on 8 ranks: at 1.5x the rough capacity they arrive in less time than one takes
+  const trace = generateWorkload('no_reuse:requests=100', { seed: 0 });
+  const s = await measureSaturation(trace, { workers: 8 });
+  assert.equal(s.passes[0].completed_rps, 0, JSON.stringify(s.passes));
+  assert.ok(Math.abs(s.passes[1].arrival_rps / s.passes[0].arrival_rps - 0.5) < 0.1, JSON.stringify(s.passes));
+  assert.ok(s.passes.every((p) => p.arrival_rps > 0) && s.requests_per_s > 0, JSON.stringify(s));
+  const r = await simulate(trace, { fleet: { workers: 8 }, policies: 'kv', load: 0.6 });
+  assert.equal(r.policies[0].requests, 100);
+});
+
 test('a sweep of load runs every policy at each load against one measured saturation', async () => {
   const trace = generateWorkload('system_prompt:requests=600:rate=40', { seed: 3 });
   const r = await sweep(trace, { fleet: { workers: 2 }, policies: 'kv,round_robin', seed: 3 }, 'load', [0.4, 0.8]);

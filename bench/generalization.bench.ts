@@ -20,6 +20,7 @@
  * then writes the variants' runs beside the baseline's other policies, a grid `--from` judges alone.
  * `--from` judges saved grids (`--save`, with every policy's runs) without running anything; several,
  * comma-separated, are judged as one set of cells (a grid of other fleets or of changed knobs).
+ * `--workloads` takes `trace=FILE` too (a recorded JSONL trace, src/sim/grid.ts): a family of its own.
  * `--expected-output none`: the simulated clients send no `expected_output_tokens` (the other
  * policies do not read it, so a baseline saved either way serves).
  *
@@ -43,8 +44,9 @@ if (values.help) {
   console.log(`usage: node build/dist/bench/generalization.bench.js [--jobs 2] [--variants ttft,ttft:evict_weight=0]
     [--workloads ...] [--fleets ...] [--loads ...] [--seed 0] [--save grid.json | --from grid.json[,more.json]]
     [--baseline others.json] [--expected-output trace|none] [--markdown]
-Judges each ttft setting (--variants) against every other policy over a grid of workload families,
-fleets and loads, and chooses among them by leave-one-family-out (docs/policies.md).`);
+Judges each ttft setting (--variants) against every other policy over a grid of workload families
+(or trace=FILE, a recorded JSONL trace), fleets and loads, and chooses among them by
+leave-one-family-out (docs/policies.md).`);
   process.exit(0);
 }
 const variants = (values.variants ?? 'ttft').split(',');

@@ -13,10 +13,14 @@
  * result is the same for any `jobs`. Tasks start longest first (most ranks first: a 64-rank
  * fleet's runs take about eight times an 8-rank one's), so the threads finish together.
  */
+import { readFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { namedFleet } from './sim/fleet.js';
-import { runGridWith, runInProcess, type GridExecutor, type GridProgress, type GridResult, type GridSpec, type GridTask, type GridTaskResult } from './sim/grid.js';
+import { runGridWith, runInProcess, setTraceFileReader, type GridExecutor, type GridProgress, type GridResult, type GridSpec, type GridTask, type GridTaskResult } from './sim/grid.js';
 import type { ResultMessage } from './grid-worker.js';
+
+// `trace=FILE` workloads: read here, and in each pool thread (grid-worker.ts)
+setTraceFileReader((path) => readFileSync(path, 'utf8'));
 
 export interface RunGridOptions {
   /** Worker threads (default 1: in this thread, no pool). */

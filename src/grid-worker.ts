@@ -2,8 +2,11 @@
  * A grid pool thread (src/grid-pool.ts): runs the grid tasks it is sent, one at a time, and posts
  * each result back with the task's index. A task that throws is posted as its error message.
  */
+import { readFileSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
-import { runGridTask, type GridTask } from './sim/grid.js';
+import { runGridTask, setTraceFileReader, type GridTask } from './sim/grid.js';
+
+setTraceFileReader((path) => readFileSync(path, 'utf8'));
 
 /** Pool -> thread. */
 export interface TaskMessage { index: number; task: GridTask }

@@ -17,7 +17,7 @@ export const GRID_LOADS = '0.3,0.6,0.85,1.1';
 export const GRID_USAGE = `grid (--grid): one table of TTFT p50/p90/p99 and hit rate per (workload, fleet, load, policy),
 the best of each cell marked *; every run's fleet flags (--capacity-blocks, ...), cost knobs,
 --queue-threshold, --scorer, --expected-output and --seed apply to every run
-${wrapText(`comma-separated workload specs (default ${WORKLOAD_NAMES.join(',')})`, '  --workloads LIST          ')}
+${wrapText(`comma-separated workload specs (default ${WORKLOAD_NAMES.join(',')}), or trace=FILE: a recorded JSONL trace, replayed as it is on every fleet`, '  --workloads LIST          ')}
   --fleets LIST             comma-separated fleet names (default ${GRID_FLEETS})
   --loads LIST              fractions of saturation throughput (default ${GRID_LOADS})
 ${wrapText(`as above (default ${DEFAULT_POLICIES})`, '  --policies LIST           ')}

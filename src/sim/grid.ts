@@ -16,13 +16,17 @@ import type { PolicyMetrics } from './metrics.js';
 import { parsePolicies, type CostKnobs } from './policies.js';
 import { measureSaturation, type Saturation } from './saturation.js';
 import { simulate } from './simulate.js';
-import type { Trace } from './trace.js';
+import { parseTrace, type Trace } from './trace.js';
 import { expectedOutputOf, type ExpectedOutput } from './run.js';
 import { generateWorkload, parseWorkload } from './workload/spec.js';
 
 /** What a grid runs. */
 export interface GridSpec {
-  /** Workload specs (`NAME[:key=value...]`). */
+  /**
+   * Workload specs (`NAME[:key=value...]`), or `trace=FILE`: a recorded JSONL trace (Mooncake's
+   * format, as `simulate --trace` reads) replayed as it is on every fleet (its requests do not
+   * scale with the ranks), in a grid run with Node (src/grid-pool.ts reads the file).
+   */
   workloads: readonly string[];
   /** Fleet names (`8x1`, `16x2`, `64x1`, `mixed`, any `WxR`). */
   fleets: readonly string[];
@@ -94,7 +98,11 @@ export function checkGridSpec(spec: GridSpec): void {
   for (const [name, list] of [['workloads', spec.workloads], ['fleets', spec.fleets], ['loads', spec.loads]] as const) {
     if (list.length === 0) throw new Error(`grid: no ${name}`);
   }
-  for (const w of spec.workloads) parseWorkload(w);
+  for (const w of spec.workloads) {
+    const file = traceFileOf(w);
+    if (file === null) parseWorkload(w);
+    else if (file === '') throw new Error(`grid: workload "${w}" names no file (trace=FILE)`);
+  }
   for (const f of spec.fleets) fleetConfig({ ...spec.fleet, ...namedFleet(f) });
   for (const l of spec.loads) if (!(l > 0 && Number.isFinite(l))) throw new Error(`grid: load must be a positive number (got ${l})`);
   parsePolicies(spec.policies);
@@ -109,13 +117,33 @@ function gridFleet(spec: GridSpec, name: string): FleetConfig {
 /** The last workloads generated in this thread (a task of the same workload and fleet reuses it). */
 const traces = new Map<string, Trace>();
 
-/** The workload of `name` for `fleet`: its scaled defaults follow the fleet's ranks (/ 8). */
+/** The file of a `trace=FILE` workload, or null for a generated one. */
+export function traceFileOf(workload: string): string | null {
+  const w = workload.trim();
+  return w.startsWith('trace=') ? w.slice('trace='.length).trim() : null;
+}
+
+/** Reads a trace file's text (set by the Node side: this module imports no `node:` module). */
+let readTraceFile: ((path: string) => string) | null = null;
+export function setTraceFileReader(read: (path: string) => string): void { readTraceFile = read; }
+
+function traceFile(workload: string, file: string): Trace {
+  try {
+    return parseTrace(readTraceFile!(file));
+  } catch (err) {
+    throw new Error(`grid: workload "${workload}": ${(err as Error).message}`);
+  }
+}
+
+/** The workload of `name` for `fleet`: its scaled defaults follow the fleet's ranks (/ 8); a trace file as it is. */
 export function gridTrace(spec: GridSpec, workload: string, fleet: FleetConfig): Trace {
-  const key = JSON.stringify([workload, fleetRanks(fleet), spec.seed ?? 0]);
+  const file = traceFileOf(workload);
+  const key = JSON.stringify(file === null ? [workload, fleetRanks(fleet), spec.seed ?? 0] : [workload]);
   let t = traces.get(key);
   if (!t) {
+    if (file !== null && !readTraceFile) throw new Error(`grid: workload "${workload}" needs a file reader (run the grid with src/grid-pool.ts)`);
+    t = file === null ? generateWorkload(workload, { seed: spec.seed ?? 0, scale: fleetRanks(fleet) / 8 }) : traceFile(workload, file);
     if (traces.size >= 4) traces.delete(traces.keys().next().value as string);
-    t = generateWorkload(workload, { seed: spec.seed ?? 0, scale: fleetRanks(fleet) / 8 });
     traces.set(key, t);
   }
   return t;

@@ -105,6 +105,9 @@ export async function measureSaturation(trace: Trace, fleetIn: Partial<FleetConf
     rate = hi === Infinity ? 2 * rate : lo === 0 ? (atHi > 0 ? Math.min(1.1 * atHi, hi / BRACKET) : hi / 2) : Math.sqrt(lo * hi);
   }
   if (hi === Infinity) return { requests_per_s: passes[passes.length - 1].completed_rps, base_rps: base, saturated: false, passes };
+  if (!(atHi > 0)) {
+    throw new Error(`the trace is too short to measure a saturation (${n} requests: none completed inside a pass's window in ${passes.length} passes); give a speed instead of a load`);
+  }
   return { requests_per_s: atHi, base_rps: base, saturated: true, passes };
 }
 

@@ -88,6 +88,8 @@ test('a short trace whose first pass completes nothing in its window: the next p
   assert.ok(s.passes.every((p) => p.arrival_rps > 0) && s.requests_per_s > 0, JSON.stringify(s));
   const r = await simulate(trace, { fleet: { workers: 8 }, policies: 'kv', load: 0.6 });
   assert.equal(r.policies[0].requests, 100);
+  // two requests never complete inside a window: said, not a speed of 0
+  await assert.rejects(measureSaturation(generateWorkload('no_reuse:requests=2', { seed: 0 }), { workers: 8 }), /too short to measure a saturation \(2 requests/);
 });
 
 test('a sweep of load runs every policy at each load against one measured saturation', async () => {

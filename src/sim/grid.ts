@@ -128,8 +128,9 @@ let readTraceFile: ((path: string) => string) | null = null;
 export function setTraceFileReader(read: (path: string) => string): void { readTraceFile = read; }
 
 function traceFile(workload: string, file: string): Trace {
+  if (!readTraceFile) throw new Error(`grid: workload "${workload}" needs a file reader (run the grid with src/grid-pool.ts)`);
   try {
-    return parseTrace(readTraceFile!(file));
+    return parseTrace(readTraceFile(file));
   } catch (err) {
     throw new Error(`grid: workload "${workload}": ${(err as Error).message}`);
   }
@@ -141,7 +142,6 @@ export function gridTrace(spec: GridSpec, workload: string, fleet: FleetConfig):
   const key = JSON.stringify(file === null ? [workload, fleetRanks(fleet), spec.seed ?? 0] : [workload]);
   let t = traces.get(key);
   if (!t) {
-    if (file !== null && !readTraceFile) throw new Error(`grid: workload "${workload}" needs a file reader (run the grid with src/grid-pool.ts)`);
     t = file === null ? generateWorkload(workload, { seed: spec.seed ?? 0, scale: fleetRanks(fleet) / 8 }) : traceFile(workload, file);
     if (traces.size >= 4) traces.delete(traces.keys().next().value as string);
     traces.set(key, t);

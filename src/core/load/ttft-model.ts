@@ -87,6 +87,8 @@ function features(s: Readonly<RankState>, out: Float64Array): void {
 
 /** Decayed sums of one rank's observed and predicted seconds, their squares and product. */
 interface RankFactor { observed: number; predicted: number; oo: number; op: number; pp: number }
+/** A rank's observed over predicted times, each with {@link RANK_PRIOR_SECONDS} of prior (a ratio estimator). */
+const ratioOf = (f: RankFactor): number => (f.observed + RANK_PRIOR_SECONDS) / (f.predicted + RANK_PRIOR_SECONDS);
 
 export class TtftModel {
   /** Coefficients (scaled units). */
@@ -178,10 +180,20 @@ export class TtftModel {
   rankFactor(key: string): number {
     const f = this.ranks.get(key);
     if (!f || !(f.predicted > 0)) return 1;
-    const r = (f.observed + RANK_PRIOR_SECONDS) / (f.predicted + RANK_PRIOR_SECONDS);
+    const r = ratioOf(f);
     const se = Math.sqrt(Math.max(0, f.oo - 2 * r * f.op + r * r * f.pp)) / f.predicted;
     const d = r - 1, slack = this.factorSe * se;
     return Math.abs(d) <= slack ? 1 : r - Math.sign(d) * slack;
+  }
+
+  /**
+   * The rank's observed over predicted times as measured, not moved toward 1: the best estimate of
+   * its relative slowness, for sharing load out by capacity (a rank of one kind off by chance
+   * shifts its share a little, where in a prediction it would move traffic).
+   */
+  measuredFactor(key: string): number {
+    const f = this.ranks.get(key);
+    return f && f.predicted > 0 ? ratioOf(f) : 1;
   }
 
   /** A booking on rank `key` booked in state `s` saw its first token after `seconds`. */

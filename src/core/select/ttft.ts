@@ -7,11 +7,12 @@
  *             prefill, plus this request's uncached tokens), the context its running requests
  *             hold, its step budget and speed, and the wait for a free slot past `max_num_seqs`
  *   work    = this request's uncached tokens x the rank's seconds per prefill token
- *   delay   = delay_weight x the rank's arrivals per second x
- *               (work x ttft / (1 - busy)        the requests that reach the rank while this one
+ *   delay   = delay_weight x (
+ *               max(own, share) x work x ttft / (1 - busy)
+ *                                                the requests that reach the rank while this one
  *                                                waits and computes, and after them the rest of
  *                                                the busy period, each wait for its work
- *              + life x 2 x added step)         those reaching it while this one decodes see the
+ *              + own x life x 2 x added step)   those reaching it while this one decodes see the
  *                                                step in progress and their own (2) longer by the
  *                                                context it adds (its cost per token no less than
  *                                                the model's prior: see addedStepSeconds)
@@ -26,6 +27,13 @@
  *             new copy's requests will each wait less, for the time that copy keeps serving them.
  *   cost    = ttft + delay + evict + preempt - spread
  *
+ * `own` is the rank's bookings per second over the last ~10 s; `share` its share of the
+ * partition's, were they split by speed (1 / the model's measured factor, over the candidates').
+ * Its own bookings are this policy's past choices: a rank it has passed over (for its long decodes,
+ * say) reads as one few requests reach, yet the requests whose context it caches come back to it
+ * whatever the policy chose lately, and a long prefill there blocks them; so the work is charged
+ * at least the rank's share. (Not the decode's part: charged there, the slower kind of a mixed
+ * fleet pays it on every request and the faster kind's medians rise.)
  * `busy` is the fraction of the last ~10 s during which a booking on the rank awaited its first
  * token; `life` is this request's decode (its expected output tokens, or the partition's mean, in
  * steps of the rank's current length). Uncached tokens count what the KV index holds on the rank
@@ -83,6 +91,7 @@ interface Decayed { weight: number; last: number }
  */
 class BookingRates {
   private first = NaN;
+  private readonly all: Decayed = { weight: 0, last: 0 };
   private readonly ranks = new Map<string, Decayed>();
 
   add(key: string, now: number): void {
@@ -92,14 +101,20 @@ class BookingRates {
       if (this.ranks.size >= MAX_RANKS) this.ranks.delete(this.ranks.keys().next().value as string);
       this.ranks.set(key, d = { weight: 0, last: now });
     }
-    d.weight = decayed(d, now) + 1;
-    d.last = now;
+    count(d, now);
+    count(this.all, now);
   }
 
   /** Bookings per second of rank `key` at `now`. */
   of(key: string, now: number): number {
     const d = this.ranks.get(key);
-    if (!d) return 0;
+    return d ? this.perSecond(d, now) : 0;
+  }
+
+  /** Bookings per second of the partition at `now`. */
+  total(now: number): number { return this.perSecond(this.all, now); }
+
+  private perSecond(d: Decayed, now: number): number {
     const span = RATE_WINDOW_SECS * (1 - Math.exp(-Math.max(0, now - this.first) / 1000 / RATE_WINDOW_SECS));
     return span > 0 ? decayed(d, now) / span : 0;
   }
@@ -108,6 +123,7 @@ class BookingRates {
 }
 
 const decayed = (d: Decayed, now: number): number => d.weight * Math.exp(-Math.max(0, now - d.last) / 1000 / RATE_WINDOW_SECS);
+const count = (d: Decayed, now: number): void => { d.weight = decayed(d, now) + 1; d.last = now; };
 
 /** The `ttft` policy of one partition. */
 export function createTtftPolicy(partition: PolicyPartition, params: Readonly<Record<string, unknown>>, inputs: TtftInputs): WorkerSelectionPolicy {
@@ -117,8 +133,9 @@ export function createTtftPolicy(partition: PolicyPartition, params: Readonly<Re
   /** When (in picks) each rank was last chosen. */
   const lastChosen = new Map<string, number>();
   let picks = 0;
-  /** Per candidate of the current scoring: uncached prompt tokens, seconds per decode step. */
-  let unc = new Float64Array(64), step = new Float64Array(64);
+  /** Per candidate of the current scoring: uncached prompt tokens, seconds per decode step, speed, rank key. */
+  let unc = new Float64Array(64), step = new Float64Array(64), speed = new Float64Array(64);
+  const keys: string[] = [];
   const state: RankState = { prefillTokens: 0, requests: 0, contextTokens: 0, stepTokens: 0, slots: 0 };
   const scorer: WorkerScorer = {
     requiredWorkerInputs: () => WorkerInputs.CACHE | WorkerInputs.LOAD,
@@ -129,9 +146,16 @@ export function createTtftPolicy(partition: PolicyPartition, params: Readonly<Re
       model.factorSe = p.factor_se;
       const osl = ctx.expectedOutputTokens() ?? model.meanOutputTokens;
       const outBlocks = Math.ceil(osl / bs);
-      if (unc.length < n) { unc = new Float64Array(2 * n); step = new Float64Array(2 * n); }
+      if (unc.length < n) { unc = new Float64Array(2 * n); step = new Float64Array(2 * n); speed = new Float64Array(2 * n); }
+      let speeds = 0;
       for (let i = 0; i < n; i++) {
-        const c = cands[i], w = c.worker(), key = rankKeyOf(w.workerId, w.dpRank);
+        const w = cands[i].worker(), key = keys[i] = rankKeyOf(w.workerId, w.dpRank);
+        speeds += speed[i] = 1 / model.measuredFactor(key);
+      }
+      keys.length = n;
+      const partitionRate = rates.total(now);
+      for (let i = 0; i < n; i++) {
+        const c = cands[i], w = c.worker(), key = keys[i];
         const cached = Math.max(c.accountingCacheEstimate(), c.activeOverlapBlocks() * bs);
         const uncached = Math.max(0, isl - cached);
         state.prefillTokens = uncached;
@@ -144,12 +168,13 @@ export function createTtftPolicy(partition: PolicyPartition, params: Readonly<Re
         const work = uncached * perToken;
         // the requests that reach this rank before its queue next empties wait for this one's
         // work: those arriving while it waits, and after them the rest of the busy period
-        // (1 / (1 - busy) times as long); those reaching it while it decodes see every step
-        // longer by what it adds. (The slot it takes is not charged to others: wherever it goes
-        // it takes one for as long, and its own wait for a slot is in its predicted ttft.)
-        const arrivals = p.delay_weight * rates.of(key, now), busy = Math.min(c.busyFraction(), MAX_BUSY);
+        // (1 / (1 - busy) times as long), no fewer than the rank's share of the partition's;
+        // those reaching it while it decodes see every step longer by what it adds. (The slot it
+        // takes is not charged to others: wherever it goes it takes one for as long, and its own
+        // wait for a slot is in its predicted ttft.)
+        const own = rates.of(key, now), share = (partitionRate * speed[i]) / speeds, busy = Math.min(c.busyFraction(), MAX_BUSY);
         const stepSecs = model.stepSeconds(key, state), life = osl * stepSecs;
-        const delay = arrivals * ((work * ttft) / (1 - busy) + life * ARRIVAL_STEPS * model.addedStepSeconds(key, isl + osl / 2));
+        const delay = p.delay_weight * ((Math.max(own, share) * work * ttft) / (1 - busy) + own * life * ARRIVAL_STEPS * model.addedStepSeconds(key, isl + osl / 2));
         const capacity = c.totalKvBlocks();
         const free = capacity && inputs.heldBlocks ? Math.max(0, capacity - inputs.heldBlocks(w.workerId, w.dpRank)) : Infinity;
         const evicted = Math.max(0, Math.ceil(uncached / bs) - free);

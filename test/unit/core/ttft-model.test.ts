@@ -77,6 +77,13 @@ test('a rank\'s factor is moved toward 1 by factorSe standard errors: none gives
   assert.ok(raw > three && two > three && three > 1, `0 SE ${raw}, 2 SE ${two}, 3 SE ${three}`);
   close(raw - three, 1.5 * (raw - two), 1e-9, 'the slack grows with factorSe');
   assert.equal(factor(1000), 1, 'never believed');
+  // the measured factor is the ratio itself, whatever factorSe
+  const m = new TtftModel();
+  m.factorSe = 1000;
+  all.forEach((s, i) => m.observe(`${i % 2}:0`, s, law(s, i % 2 === 1 ? 1.6 : 1) * (1 + 0.1 * Math.sin(i))));
+  close(m.measuredFactor('1:0'), raw, 1e-9, 'measured: the unshrunk ratio');
+  assert.equal(m.rankFactor('1:0'), 1);
+  assert.equal(m.measuredFactor('9:0'), 1, 'a rank never observed');
 });
 
 test('output tokens from the blocks a booking\'s output opened (Dynamo\'s rule): the middle of their range, unbiased', () => {

@@ -82,6 +82,33 @@ test('delay: arrivals at the rank wait for the request\'s work, through the busy
   assert.equal(none, ttft, 'delay_weight=0 leaves the prediction alone');
 });
 
+test('delay: a rank passed over is charged, for the work, no fewer arrivals than its share of the partition\'s by measured speed', () => {
+  const { model, clock, policy, costs } = setup();
+  // every booking of the last 20 s went to rank 1: rank 2's own rate is 0
+  for (let i = 0; i < 40; i++) { policy.onBooked!({ workerId: 1n, dpRank: 0, prefixWords: new Uint32Array(0), promptTokens: ISL }); clock.advance(500); }
+  const partition = [...Array(40).keys()].reduce((w, i) => w + Math.exp(-(20 - 0.5 * i) / 10), 0) / (10 * (1 - Math.exp(-20 / 10)));
+  const s = state({ prefillTokens: ISL });
+  const charged = (): number => {
+    const [, cost] = costs([rank(1), rank(2, { busy: 0.5 })]);
+    const ttft = model.predict('2:0', s), work = ISL * model.secondsPerToken('2:0', s);
+    // its decode's part is charged its own arrivals, none
+    return (cost - ttft) / ((work * ttft) / (1 - 0.5));
+  };
+  close(charged(), partition / 2, 'ranks alike: half the partition\'s bookings');
+  // rank 2 measured slower than the fit (its completions took 1.8x the prediction): a smaller share
+  for (let i = 0; i < 200; i++) model.observe('2:0', state({ prefillTokens: 2000 + i }), 1.8 * model.predict('2:0', state({ prefillTokens: 2000 + i })));
+  const f = model.measuredFactor('2:0');
+  assert.ok(f > 1.3, `measured ${f}`);
+  close(charged(), (partition * (1 / f)) / (1 + 1 / f), 'its share by speed');
+  // the rank the bookings went to is charged its own rate, above its share
+  const [cost1] = costs([rank(1), rank(2)]);
+  const t1 = model.predict('1:0', s), w1 = ISL * model.secondsPerToken('1:0', s);
+  const life = 100 * model.stepSeconds('1:0', s), added = model.addedStepSeconds('1:0', ISL + 50);
+  close(cost1, t1 + partition * (w1 * t1 + life * 2 * added), 'own rate');
+});
+
+const close = (a: number, b: number, what: string): void => assert.ok(Math.abs(a - b) <= 1e-9 * Math.abs(b), `${what}: ${a} vs ${b}`);
+
 test('a busy rank with the prefix loses to an idle one once the work it saves no longer pays for its queue', () => {
   const { costs } = setup();
   const cachedShortQueue = costs([rank(1, { cached: 1500, queued: 500 }), rank(2)]);

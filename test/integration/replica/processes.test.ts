@@ -202,7 +202,8 @@ test('issue 29: /ready is 503 with the reason while a peer is missing, then 200 
     const metrics = await fetch(`${a.url}/metrics`).then((x) => x.text());
     assert.match(metrics, /^select_service_replica_mesh_timed_out 1$/m);
     assert.match(metrics, new RegExp(`^select_service_replica_peer_up\\{endpoint="${missing.replace(/\./g, '\\.')}"\\} 0$`, 'm'));
-    assert.match(a.output(), /replica mesh not formed after 3 s; ready anyway/);
+    // logged when /ready first saw the timeout; the child's stdout may reach us after its answer
+    await eventually(async () => /replica mesh not formed after 3 s; ready anyway/.test(a.output()), 5_000, 'the warning in the log');
   } finally {
     await a.stop();
   }

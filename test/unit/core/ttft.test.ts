@@ -41,6 +41,8 @@ function setup(params: Record<string, number> = {}, heldBlocks?: (w: bigint) => 
   return { model, clock, policy, costs };
 }
 
+const close = (a: number, b: number, what: string): void => assert.ok(Math.abs(a - b) <= 1e-9 * Math.abs(b), `${what}: ${a} vs ${b}`);
+
 const state = (o: Partial<RankState>): RankState => ({ prefillTokens: 0, requests: 0, contextTokens: 0, stepTokens: 16_384, slots: 0, ...o });
 
 test('without arrivals or capacity the cost is the predicted time to first token of the request there', () => {
@@ -106,8 +108,6 @@ test('delay: a rank passed over is charged, for the work, no fewer arrivals than
   const life = 100 * model.stepSeconds('1:0', s), added = model.addedStepSeconds('1:0', ISL + 50);
   close(cost1, t1 + partition * (w1 * t1 + life * 2 * added), 'own rate');
 });
-
-const close = (a: number, b: number, what: string): void => assert.ok(Math.abs(a - b) <= 1e-9 * Math.abs(b), `${what}: ${a} vs ${b}`);
 
 test('a busy rank with the prefix loses to an idle one once the work it saves no longer pays for its queue', () => {
   const { costs } = setup();

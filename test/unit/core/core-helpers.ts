@@ -8,6 +8,10 @@ import assert from 'node:assert/strict';
 import { CandidateRowView, type CandidateView } from '../../../src/core/select/policy.js';
 import type { Candidate } from '../../../src/core/select/selector.js';
 
+/** `a` within `rel` (relative) of `b`, the message naming `what`. */
+export const close = (a: number, b: number, rel: number, what: string): void =>
+  assert.ok(Math.abs(a - b) <= rel * Math.abs(b), `${what}: ${a} vs ${b} (±${rel * 100}%)`);
+
 export class ManualClock {
   t = 0;
   now(): number { return this.t; }

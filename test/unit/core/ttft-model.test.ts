@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { TtftModel, DEFAULT_STEP_TOKENS, RANK_FACTOR_SE, outputTokensFromBlocks, type RankState } from '../../../src/core/load/ttft-model.js';
 import { ActiveLoads } from '../../../src/core/load/loads.js';
 import { seededRng } from '../../../src/core/random.js';
-import { ManualClock } from './core-helpers.js';
+import { ManualClock, close } from './core-helpers.js';
 
 /** An engine's true law: steps x (fixed + per context token x C) + per prefill token x T. */
 const ENGINE = { step: 0.006, perToken: 1 / 58_000, perContext: 5e-8 };
@@ -26,9 +26,6 @@ function states(n: number, seed = 1): RankState[] {
     requests: Math.floor(rng.next() * 40), contextTokens: Math.round(rng.next() * 600_000), stepTokens: 16_384, slots: 0,
   }));
 }
-
-const close = (a: number, b: number, rel: number, what: string): void =>
-  assert.ok(Math.abs(a - b) <= rel * Math.abs(b), `${what}: ${a} vs ${b} (±${rel * 100}%)`);
 
 test('the fit recovers the engine from completions, from a prior 3x off its prefill rate', () => {
   const m = new TtftModel();

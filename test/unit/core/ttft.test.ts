@@ -10,7 +10,7 @@ import { TtftModel, RANK_FACTOR_SE, type RankState } from '../../../src/core/loa
 import { runPolicy, selectionContext, type CandidateView } from '../../../src/core/select/policy.js';
 import { TTFT_DEFAULTS } from '../../../src/core/select/routing-policy.js';
 import { seededRng } from '../../../src/core/random.js';
-import { ManualClock, makeCore, worker } from './core-helpers.js';
+import { ManualClock, close, makeCore, worker } from './core-helpers.js';
 
 interface Rank { cached?: number; queued?: number; requests?: number; context?: number; capacity?: number | null; busy?: number; held?: number; slots?: number }
 
@@ -40,8 +40,6 @@ function setup(params: Record<string, number> = {}, heldBlocks?: (w: bigint) => 
   };
   return { model, clock, policy, costs };
 }
-
-const close = (a: number, b: number, what: string): void => assert.ok(Math.abs(a - b) <= 1e-9 * Math.abs(b), `${what}: ${a} vs ${b}`);
 
 const state = (o: Partial<RankState>): RankState => ({ prefillTokens: 0, requests: 0, contextTokens: 0, stepTokens: 16_384, slots: 0, ...o });
 
@@ -96,17 +94,17 @@ test('delay: a rank passed over is charged, for the work, no fewer arrivals than
     // its decode's part is charged its own arrivals, none
     return (cost - ttft) / ((work * ttft) / (1 - 0.5));
   };
-  close(charged(), partition / 2, 'ranks alike: half the partition\'s bookings');
+  close(charged(), partition / 2, 1e-9, 'ranks alike: half the partition\'s bookings');
   // rank 2 measured slower than the fit (its completions took 1.8x the prediction): a smaller share
   for (let i = 0; i < 200; i++) model.observe('2:0', state({ prefillTokens: 2000 + i }), 1.8 * model.predict('2:0', state({ prefillTokens: 2000 + i })));
   const f = model.measuredFactor('2:0');
   assert.ok(f > 1.3, `measured ${f}`);
-  close(charged(), (partition * (1 / f)) / (1 + 1 / f), 'its share by speed');
+  close(charged(), (partition * (1 / f)) / (1 + 1 / f), 1e-9, 'its share by speed');
   // the rank the bookings went to is charged its own rate, above its share
   const [cost1] = costs([rank(1), rank(2)]);
   const t1 = model.predict('1:0', s), w1 = ISL * model.secondsPerToken('1:0', s);
   const life = 100 * model.stepSeconds('1:0', s), added = model.addedStepSeconds('1:0', ISL + 50);
-  close(cost1, t1 + partition * (w1 * t1 + life * 2 * added), 'own rate');
+  close(cost1, t1 + partition * (w1 * t1 + life * 2 * added), 1e-9, 'own rate');
 });
 
 test('a busy rank with the prefix loses to an idle one once the work it saves no longer pays for its queue', () => {

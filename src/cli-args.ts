@@ -98,7 +98,7 @@ export const FLAGS: readonly Flag[] = [
   { name: '--replica-sync-send-hwm', value: 'N', default: String(LIMITS.replicaSendHwm), help: 'replica messages queued per peer on send (ZMQ_SNDHWM); beyond, the newest are dropped and counted' },
   { name: '--replica-sync-receive-hwm', value: 'N', default: String(LIMITS.replicaReceiveHwm), help: 'replica messages queued per peer on receipt (ZMQ_RCVHWM)' },
   { name: '--replica-sync-ready-timeout-secs', value: 'SECS', default: String(LIMITS.replicaReadyTimeoutSecs),
-    help: 'after start-up, /ready waits at most this long for every peer to be meshed both ways (0 = no wait)' },
+    help: 'after start-up, /ready waits at most this long (from the first worker registered) for every peer to be meshed both ways (0 = no wait)' },
   { name: '--replica-sync-tombstone-secs', value: 'SECS', default: String(LIMITS.replicaTombstoneTtlSecs),
     help: 'how long freed booking ids are remembered (a free that overtakes its booking or that a peer missed still frees it)' },
   { name: '--replica-sync-max-tombstones', value: 'N', default: String(LIMITS.replicaMaxTombstones), help: 'freed booking ids remembered at most' },

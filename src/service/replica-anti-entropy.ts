@@ -95,6 +95,16 @@ export class AntiEntropy {
     return true;
   }
 
+  /**
+   * A worker was registered or changed here: differences set aside as unsettleable (a peer's
+   * bookings on a worker not registered here) are asked about again at the next digest, and until
+   * the mesh has formed every peer's first exchange starts again.
+   */
+  workersChanged(): void {
+    this.settled.clear();
+    this.views.resync();
+  }
+
   /** This replica freed a booking it held (published as a Free). */
   freedHere(id: string): void { this.tombstones.record(id, true); }
 

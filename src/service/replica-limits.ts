@@ -11,7 +11,7 @@ export interface ReplicaSyncLimits {
   sendHwm: number;
   /** Messages a SUB queues per peer (ZMQ_RCVHWM, `--replica-sync-receive-hwm`). */
   receiveHwm: number;
-  /** How long `/ready` waits for the mesh after start-up, s (0: not at all). */
+  /** How long `/ready` waits for the mesh after start-up, from the first worker registered, s (0: not at all). */
   readyTimeoutSecs: number;
   /** How long freed ids are remembered, s, and how many at most. */
   tombstoneTtlSecs: number;

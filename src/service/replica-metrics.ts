@@ -55,7 +55,7 @@ export function registerReplicaMetrics(registers: Registry[], read: () => Replic
   gauge('select_service_replica_peer_up', 'Whether the peer endpoint is connected and its digests arrive (1) or not (0)',
     ['endpoint'], (m, put) => { for (const p of m.peers) put({ endpoint: p.endpoint }, p.up ? 1 : 0); });
   gauge('select_service_replica_mesh_ready',
-    'After start-up: 1 once every peer was connected both ways and the first digest exchange done (or the wait timed out), 0 while /ready waits for it',
+    'After start-up: 1 once a worker was registered and every peer was connected both ways and the first digest exchange since done (or the wait timed out), 0 while /ready waits for it',
     [], ({ mesh }, put) => put({}, mesh.meshed ? 1 : 0));
   gauge('select_service_replica_mesh_timed_out',
     '1 when /ready stopped waiting for the mesh after --replica-sync-ready-timeout-secs without it forming (a warning: some peer was missing)',

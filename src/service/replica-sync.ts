@@ -52,6 +52,8 @@ export interface ReplicaSyncOptions {
   /** `--allowed-endpoints`: a peer outside it is refused (422); null = every peer. */
   endpointPolicy?: EndpointPolicy | null;
   limits?: Partial<ReplicaSyncLimits>;
+  /** Whether a worker is registered here (schedulable): the mesh forms only then (absent: always). */
+  workersReady?(): boolean;
 }
 
 /** Everything the metrics read of the mesh. */
@@ -158,6 +160,9 @@ export class ReplicaSync {
   /** A DELETE here of an id this replica does not hold: peers that hold it free it. */
   publishUnknownFree(id: string): void { this.antiEntropy.unknownFreed(id); }
 
+  /** A worker was registered or changed here: what its bookings on peers need is asked again (see AntiEntropy.workersChanged). */
+  workersChanged(): void { this.antiEntropy.workersChanged(); }
+
   /** The start-up mesh state `/ready` reports (meshed for good once formed or timed out). */
   meshState(): MeshState {
     return this.views.mesh(this.peers.list(), (ep) => this.peers.connected(ep), (s) => {
@@ -165,7 +170,7 @@ export class ReplicaSync {
         this.o.logger.warn({ waiting: s.waiting, waitedSecs: this.limits.readyTimeoutSecs },
           `replica mesh not formed after ${this.limits.readyTimeoutSecs} s; ready anyway: ${s.waiting.join('; ')}`);
       } else this.o.logger.info({ peers: this.peers.list().length }, 'replica mesh formed: every peer connected both ways, first digest exchange done');
-    });
+    }, this.o.workersReady?.() ?? true);
   }
 
   metrics(): ReplicaMetrics {

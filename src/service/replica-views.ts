@@ -25,7 +25,7 @@ export interface PeerView {
   received: { lifecycle: number; affinity: number };
   /** The last anti-entropy sequence number seen (null before the first). */
   seq: number | null;
-  /** Repair replies (lists) from it reconciled so far. */
+  /** Repair replies (lists) from it reconciled since the first exchange began (again: {@link PeerViews.resync}). */
   repaired: number;
   /** The first exchange with it is done (its digest matched, or was repaired and compared again). */
   synced: boolean;
@@ -35,7 +35,10 @@ export interface PeerView {
 
 /** The mesh state `/ready` reports while replica sync is on. */
 export interface MeshState {
-  /** Every configured peer is connected both ways and the first exchange is done (or the wait timed out). */
+  /**
+   * A worker is registered here, and every configured peer is connected both ways and the first
+   * exchange since the last registration is done (or the wait timed out).
+   */
   meshed: boolean;
   /** True once the start-up wait ran out before the mesh formed (`meshed` then true too). */
   timedOut: boolean;
@@ -47,6 +50,8 @@ export class PeerViews {
   private readonly views = new Map<bigint, PeerView>();
   private latched: MeshState | null = null;
   private readonly startedAt: number;
+  /** When the mesh was first asked about with a worker registered here (the ready timeout counts from then). */
+  private waitingSince = NaN;
 
   constructor(private readonly me: bigint, private readonly clock: Clock, private readonly windowMs: () => number,
     private readonly readyTimeoutMs: number) {
@@ -117,13 +122,27 @@ export class PeerViews {
   }
 
   /**
+   * A worker was registered or changed here: until the mesh has formed, every peer's first exchange
+   * starts again. One done before held nothing for that worker (a peer's bookings on a worker not
+   * registered here are not fetched), so a replica whose workers arrive after its peers' first
+   * digests would otherwise be ready while missing their bookings.
+   */
+  resync(): void {
+    if (this.latched) return;
+    for (const v of this.views.values()) { v.synced = false; v.repaired = 0; }
+  }
+
+  /**
    * The start-up mesh state over the configured peer endpoints: each connected, heard, hearing
    * this replica, first exchange done. Once meshed (or timed out) it stays so; `onLatch` is
-   * called that once.
+   * called that once. Not before `workersReady` (a worker is registered here): an exchange before
+   * that compared nothing. The ready timeout counts from the first call with it true.
    */
-  mesh(endpoints: readonly string[], connected: (ep: string) => boolean, onLatch: (s: MeshState) => void): MeshState {
+  mesh(endpoints: readonly string[], connected: (ep: string) => boolean, onLatch: (s: MeshState) => void, workersReady = true): MeshState {
     if (this.latched) return this.latched;
     const waiting: string[] = [];
+    if (!workersReady) waiting.push('no worker registered here yet');
+    else if (Number.isNaN(this.waitingSince)) this.waitingSince = this.clock.now();
     for (const ep of endpoints) {
       const v = this.atEndpoint(ep);
       if (!connected(ep)) waiting.push(`${ep}: not connected`);
@@ -131,7 +150,7 @@ export class PeerViews {
       else if (!v.hears.has(this.me)) waiting.push(`${ep}: does not hear this replica yet`);
       else if (!v.synced) waiting.push(`${ep}: first digest exchange in progress`);
     }
-    const timedOut = waiting.length > 0 && this.clock.now() - this.startedAt >= this.readyTimeoutMs;
+    const timedOut = workersReady && waiting.length > 0 && this.clock.now() - this.waitingSince >= this.readyTimeoutMs;
     if (waiting.length > 0 && !timedOut) return { meshed: false, timedOut: false, waiting };
     this.latched = { meshed: true, timedOut, waiting: [] };
     onLatch(timedOut ? { meshed: true, timedOut, waiting } : this.latched);

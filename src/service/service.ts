@@ -173,6 +173,7 @@ export class SelectionServiceBuilder {
         const replica = await ReplicaSync.start({
           port: o.replicaSyncPort, peers: o.replicaSyncPeers, affinity: o.sessionAffinity !== null, endpointPolicy: policy,
           logger: o.logger, host: service, applyAffinity: (e) => service.applyAffinityEvent(e), limits: o.replicaSyncLimits,
+          workersReady: () => service.schedulableWorkerIds().length > 0,
         });
         service.attachReplica(replica);
         hooks.onLifecycle = (ev) => replica.publishLifecycle(ev);
@@ -302,11 +303,19 @@ export class SelectionService extends SelectionCore implements ServiceApi {
 
   listReplicaPeers(): string[] { return this.replica ? this.replica.list() : []; }
 
-  /** Registers or replaces a worker; a record left `incomplete` is one warning naming the worker and the reasons. */
-  override upsertWorker(input: unknown): WorkerRecord { return this.warnIncomplete(super.upsertWorker(input)); }
+  /**
+   * Registers or replaces a worker; a record left `incomplete` is one warning naming the worker
+   * and the reasons. With replica sync, the peers' bookings on it are asked for again.
+   */
+  override upsertWorker(input: unknown): WorkerRecord { return this.workerChanged(super.upsertWorker(input)); }
 
-  /** Updates a worker; as {@link upsertWorker}, a record left `incomplete` is warned about. */
-  override patchWorker(workerId: bigint, input: unknown): WorkerRecord { return this.warnIncomplete(super.patchWorker(workerId, input)); }
+  /** Updates a worker; as {@link upsertWorker}. */
+  override patchWorker(workerId: bigint, input: unknown): WorkerRecord { return this.workerChanged(super.patchWorker(workerId, input)); }
+
+  private workerChanged(rec: WorkerRecord): WorkerRecord {
+    this.replica?.workersChanged();
+    return this.warnIncomplete(rec);
+  }
 
   /** A body field the route does not know: counted, and warned about at most once a minute per (route, field). */
   unknownField(route: string, field: string, known: readonly string[]): void { this.unknownFields.note(route, field, known); }
@@ -337,8 +346,9 @@ export class SelectionService extends SelectionCore implements ServiceApi {
 
   /**
    * Readiness: the core's, and with replica sync, not ready after start-up until every peer is
-   * connected both ways and the first digest exchange is done (or `--replica-sync-ready-timeout-secs`
-   * ran out), so a load balancer sends no bookings the peers would miss.
+   * connected both ways and the first digest exchange since the workers' registration is done (or
+   * `--replica-sync-ready-timeout-secs` ran out), so a load balancer sends no bookings the peers
+   * would miss and the replica holds theirs.
    */
   override ready(): ReadyResponse {
     const r = super.ready();

@@ -121,6 +121,22 @@ test('ready means meshed: not ready while a peer is missing, ready once both way
   assert.equal(b.replicaMetrics()!.repair.added, 0);
 });
 
+test('a replica whose worker is registered after its first digests is not ready until it holds the peers\' bookings on it', async (t) => {
+  const pa = await reservedPort(), pb = await reservedPort();
+  const a = await replica(pa, [`tcp://127.0.0.1:${pb}`]);
+  const b = await new SelectionServiceBuilder(cfg).replicaSync(pb, [`tcp://127.0.0.1:${pa}`]).build();
+  t.after(async () => { await a.shutdown(); await b.shutdown(); });
+  for (const id of ['x', 'y', 'z']) await a.selectAndReserve({ model_name: 'model', selection_id: id, token_ids: [1, 2, 3, 4] });
+  // B hears A's digests, which hold bookings on a worker B does not know yet
+  await eventually(() => (b.replicaMetrics()!.repair.digestMatches + b.replicaMetrics()!.repair.digestMismatches) >= 2, 15_000, 'B compared two digests of A');
+  assert.deepEqual(b.ready().replica_sync, { meshed: false, waiting: ['no worker registered here yet'] });
+  b.upsertWorker(W);
+  // from the first moment B answers ready it holds A's three bookings (same tick: no race)
+  await eventually(() => b.ready().ready, 15_000, 'B ready');
+  assert.equal(active(b), 3, 'ready with the peer\'s bookings on the worker registered last');
+  assert.ok(b.replicaMetrics()!.repair.added >= 3, 'learnt by repair');
+});
+
 test('the ready wait is bounded: after --replica-sync-ready-timeout-secs ready anyway, flagged', async (t) => {
   const missing = `tcp://127.0.0.1:${await reservedPort()}`;
   const a = await new SelectionServiceBuilder(cfg).replicaSync(await reservedPort(), [missing], { readyTimeoutSecs: 0.5 }).build();

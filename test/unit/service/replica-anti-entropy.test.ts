@@ -177,7 +177,7 @@ test('a free that reaches a replica first is published, and a free a peer missed
   assert.ok(b.ae.stats.freesResent > 0);
 });
 
-test('a difference no repair settles (a worker not registered here) is not asked about again', async () => {
+test('a difference no repair settles (a worker not registered here) is not asked about again until a worker is registered', async () => {
   const mesh = new Mesh();
   const [a, b] = [mesh.add(), mesh.add()];
   a.core.upsertWorker({ worker_id: 9, model_name: 'm', endpoint: 'http://w9', block_size: 4 });
@@ -189,6 +189,11 @@ test('a difference no repair settles (a worker not registered here) is not asked
   for (let r = 0; r < 3; r++) mesh.round();
   assert.equal(b.seq - wants, 3, 'B sends its digests and nothing else');
   assert.deepEqual(ids(b), []);
+  // once the worker is registered on B, the difference is asked about again and repaired
+  b.core.upsertWorker({ worker_id: 9, model_name: 'm', endpoint: 'http://w9', block_size: 4 });
+  b.ae.workersChanged();
+  mesh.round();
+  assert.deepEqual(ids(b), ['on-9']);
 });
 
 test('the owner decides: a phantom is dropped from the owner\'s list even when no tombstone is left', async () => {

@@ -44,3 +44,28 @@ test('mesh: after the ready timeout it is meshed anyway, flagged timed out, with
   assert.deepEqual(latched, [{ meshed: true, timedOut: true, waiting: ['tcp://b:1: not connected'] }]);
   assert.deepEqual(new PeerViews(1n, clock, () => 3000, 2000).mesh([], () => false, () => {}).meshed, true, 'no peers: meshed at once');
 });
+
+test('mesh: not before a worker is registered here (no timeout meanwhile); a registration before it formed starts the first exchange again', () => {
+  const clock = new ManualClock();
+  const v = new PeerViews(1n, clock, () => 3000, 2000);
+  v.repairArrived(2n, 'tcp://b:1', 0, { lifecycle: 0, affinity: 0 }, false);
+  const peer = v.get(2n);
+  peer.lastDigestAt = clock.now();
+  peer.hears = new Set([1n]);
+  peer.synced = true;
+  peer.repaired = 1;
+  const state = (workers: boolean) => v.mesh(['tcp://b:1'], () => true, () => {}, workers);
+  assert.deepEqual(state(false), { meshed: false, timedOut: false, waiting: ['no worker registered here yet'] });
+  clock.advance(5000);
+  assert.deepEqual(state(false).timedOut, false, 'the ready timeout does not run while no worker is registered');
+  peer.lastDigestAt = clock.now();
+  v.resync();
+  assert.deepEqual([peer.synced, peer.repaired], [false, 0]);
+  assert.deepEqual(state(true), { meshed: false, timedOut: false, waiting: ['tcp://b:1: first digest exchange in progress'] });
+  clock.advance(1999);
+  assert.equal(state(true).meshed, false, 'the timeout counts from the first state asked with a worker registered');
+  peer.synced = true;
+  assert.deepEqual(state(true), { meshed: true, timedOut: false, waiting: [] });
+  v.resync();
+  assert.equal(peer.synced, true, 'once formed, a registration changes nothing');
+});
